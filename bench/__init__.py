@@ -1,0 +1,1 @@
+"""flarebench harness: pytest plugin, runner, metrics, reports and gates."""

@@ -1,0 +1,110 @@
+"""The ``flarebench`` console script (also ``python -m bench``).
+
+``flarebench run [OPTIONS]`` runs strategies exactly as ``pytest bench [OPTIONS]`` does (the same
+option names); ``flarebench score RUN_DIR`` recomputes the metrics of a run from its traces.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from pathlib import Path
+
+from bench.options import RUN_OPTIONS
+
+
+class UserError(Exception):
+    """A mistake in the command line or the files it names: printed as one line, exit status 2."""
+
+
+def _run(args: argparse.Namespace) -> int:
+    from bench.runner import StrategyRefused
+    from bench.session import BenchSession, ConfigError
+
+    try:
+        session = BenchSession(**{o.dest: getattr(args, o.dest) for o in RUN_OPTIONS})
+    except ConfigError as e:
+        raise UserError(str(e)) from None
+    failed = []
+    try:
+        for spec in session.specs:
+            try:
+                traces = session.run(spec)
+            except StrategyRefused as e:
+                print(f"flarebench: {e}", file=sys.stderr)
+                failed.append(spec)
+                continue
+            if any(t.error for t in traces):
+                failed.append(spec)
+    finally:
+        session.close()
+    print(session.table())
+    print(f"run folder: {session.run_dir}")
+    if failed:
+        print(f"flarebench: failed: {', '.join(failed)}", file=sys.stderr)
+    return 1 if failed else 0
+
+
+def _score(args: argparse.Namespace) -> int:
+    from bench.report import format_table, summary_frame, write_summary
+    from bench.runner import TRACES, TraceLog
+    from bench.session import RUN_JSON
+    from probes.load import ProbeError, load_probe_set
+
+    run_dir = Path(args.run_dir)
+    run_json = run_dir / RUN_JSON
+    try:
+        info = json.loads(run_json.read_text(encoding="utf-8"))
+        config = info["config"]
+        probes_cfg = config["probes"]
+    except FileNotFoundError:
+        raise UserError(f"{run_json}: not found; RUN_DIR must be a run folder") from None
+    except (ValueError, KeyError) as e:
+        raise UserError(f"{run_json}: not a flarebench run.json ({e})") from None
+    try:
+        probe_set = load_probe_set(probes_cfg["source"])
+    except ProbeError as e:
+        raise UserError(f"{run_json}: probes.source: {str(e).splitlines()[0]}") from None
+    if probe_set.hash != probes_cfg["hash"]:
+        print(f"flarebench: warning: probe set {probe_set.path} changed since the run; scoring against its current answers",
+              file=sys.stderr)
+    try:
+        traces = TraceLog(run_dir / TRACES).read()
+    except (ValueError, KeyError, TypeError) as e:
+        raise UserError(f"{run_dir / TRACES}: unreadable trace ({e})") from None
+    summary = summary_frame(traces, {p.id: p for p in probe_set.probes}, order=list(config["strategies"]))
+    write_summary(run_dir, summary, config)
+    print(format_table(summary))
+    return 0
+
+
+def build_parser() -> argparse.ArgumentParser:
+    ap = argparse.ArgumentParser(prog="flarebench", description=__doc__.split("\n\n")[0])
+    sub = ap.add_subparsers(dest="command", required=True)
+    run = sub.add_parser("run", help="run strategies on a probe set and write a run folder",
+                         description="Run strategies on a probe set; the options are those of `pytest bench`.")
+    for opt in RUN_OPTIONS:
+        run.add_argument(opt.flag, **opt.argparse_kwargs())
+    run.set_defaults(func=_run)
+    score = sub.add_parser("score", help="recompute a run's metrics from its traces.jsonl",
+                           description="Recompute summary.csv and summary.md of RUN_DIR from traces.jsonl, without generating.")
+    score.add_argument("run_dir", metavar="RUN_DIR")
+    score.set_defaults(func=_score)
+    return ap
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = build_parser().parse_args(argv)
+    try:
+        return args.func(args)
+    except UserError as e:
+        print(f"flarebench: {e}", file=sys.stderr)
+        return 2
+    except KeyboardInterrupt:
+        print("flarebench: interrupted; finished probes are kept, run the same command to resume", file=sys.stderr)
+        return 130
+
+
+if __name__ == "__main__":
+    sys.exit(main())

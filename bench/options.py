@@ -1,0 +1,51 @@
+"""The run options, defined once for the pytest plugin and the ``flarebench`` console script, so
+every option has the same name, default and help in both."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+
+@dataclass(frozen=True)
+class Option:
+    """One run option: ``--flag`` with its help text and default."""
+
+    flag: str
+    help: str
+    default: Any = None
+    repeatable: bool = False
+    is_switch: bool = False
+    type: type = str
+    metavar: str | None = None
+
+    @property
+    def dest(self) -> str:
+        return self.flag.lstrip("-").replace("-", "_")
+
+    def argparse_kwargs(self) -> dict[str, Any]:
+        """Keyword arguments for ``parser.add_argument`` / pytest's ``group.addoption``."""
+        if self.is_switch:
+            return {"action": "store_true", "default": False, "help": self.help, "dest": self.dest}
+        kw: dict[str, Any] = {"help": self.help, "default": self.default, "dest": self.dest, "metavar": self.metavar}
+        if self.repeatable:
+            kw["action"] = "append"
+        if self.type is not str:
+            kw["type"] = self.type
+        return kw
+
+
+RUN_OPTIONS: tuple[Option, ...] = (
+    Option("--strategy", "strategy spec: NAME or NAME:key=value,...; repeat for several; 'all' = every "
+           "registered strategy with default parameters (default: all)", repeatable=True, metavar="SPEC"),
+    Option("--probes", "probe set: a shipped name (see `python -m probes list`) or a folder in the probe "
+           "format (default: phantomwiki)", default="phantomwiki", metavar="NAME|PATH"),
+    Option("--limit", "run only the first N probes of the set", type=int, metavar="N"),
+    Option("--lm", "LM backend: llamacpp:smollm2 (bundled), llamacpp:gemma3-270m, or llamacpp:PATH.gguf "
+           "(default: llamacpp:smollm2)", default="llamacpp:smollm2", metavar="SPEC"),
+    Option("--retriever", "retriever backend: bm25s (default)", default="bm25s", metavar="SPEC"),
+    Option("--report-dir", "the run folder (summary.csv, summary.md, run.json, traces.jsonl); a folder "
+           "holding a run of the same configuration is resumed (default: reports/<UTC time>-<config hash>/)",
+           metavar="DIR"),
+    Option("--overwrite", "replace a run folder that holds a run of a different configuration", is_switch=True),
+)

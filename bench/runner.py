@@ -1,0 +1,105 @@
+"""The runner: runs configured strategies over probes, times each probe, and appends each finished
+trace to ``traces.jsonl`` at once, so an interrupted run keeps what it finished and resumes."""
+
+from __future__ import annotations
+
+import json
+import os
+import time
+import traceback
+from pathlib import Path
+from typing import Callable, Iterable, Iterator
+
+from strategies.base import Strategy
+from strategies.lm import LM
+from strategies.records import Trace
+from strategies.retriever import Retriever
+
+TRACES = "traces.jsonl"
+
+
+class TraceLog:
+    """``traces.jsonl``: one finished trace per line, flushed to disk as soon as it is written."""
+
+    def __init__(self, path: Path):
+        self.path = Path(path)
+        self._drop_torn_tail()
+
+    def _drop_torn_tail(self) -> None:
+        # A run killed mid-write can leave half a line; cut it so the resumed run appends cleanly.
+        if not self.path.exists():
+            return
+        data = self.path.read_bytes()
+        end = data.rfind(b"\n") + 1
+        if end != len(data):
+            with open(self.path, "r+b") as f:
+                f.truncate(end)
+
+    def read(self) -> list[Trace]:
+        """Every trace written so far, in order."""
+        if not self.path.exists():
+            return []
+        with open(self.path, encoding="utf-8") as f:
+            return [Trace.from_dict(json.loads(line)) for line in f if line.strip()]
+
+    def done(self) -> set[tuple[str, str]]:
+        """(strategy spec, probe id) pairs already finished."""
+        return {(t.strategy, t.probe_id) for t in self.read()}
+
+    def append(self, trace: Trace) -> None:
+        with open(self.path, "a", encoding="utf-8") as f:
+            f.write(json.dumps(trace.to_dict(), ensure_ascii=False) + "\n")
+            f.flush()
+            os.fsync(f.fileno())
+
+
+class StrategyRefused(RuntimeError):
+    """A strategy cannot run on this backend at all (e.g. FLARE direct without logprobs)."""
+
+
+def check_compatible(spec: str, strategy: Strategy, lm: LM) -> None:
+    """Refuse, with a message naming the alternative, a strategy the LM cannot serve."""
+    if strategy.needs_logprobs and not lm.supports_logprobs:
+        raise StrategyRefused(
+            f"{spec} needs per-token logprobs, which {lm.name} does not return; "
+            "use flare_instruct or fixed_interval with this backend"
+        )
+
+
+def run_probe(spec: str, strategy: Strategy, probe, lm: LM, retriever: Retriever) -> Trace:
+    """Run one strategy on one probe; a failure becomes an error trace, not a crash of the run."""
+    start = time.perf_counter()
+    try:
+        trace = strategy.run(probe.question, lm, retriever)
+    except (KeyboardInterrupt, SystemExit):
+        raise
+    except Exception as e:  # a strategy or backend failure is this probe's result, recorded
+        last = traceback.extract_tb(e.__traceback__)[-1]
+        trace = Trace(question=probe.question, output="", answer=None, stop_reason="error",
+                      error=f"{type(e).__name__}: {e} ({Path(last.filename).name}:{last.lineno})")
+    trace.seconds = time.perf_counter() - start
+    trace.probe_id = probe.id
+    trace.strategy = spec
+    return trace
+
+
+def run_strategy(
+    spec: str,
+    strategy: Strategy,
+    probes: Iterable,
+    lm: LM,
+    retriever: Retriever,
+    log: TraceLog,
+    progress: Callable[[Trace], None] | None = None,
+) -> Iterator[Trace]:
+    """Run ``strategy`` over the probes not yet in ``log``, appending each trace as it finishes."""
+    check_compatible(spec, strategy, lm)
+    done = log.done()
+    for probe in probes:
+        if (spec, probe.id) in done:
+            continue
+        trace = run_probe(spec, strategy, probe, lm, retriever)
+        log.append(trace)
+        if progress:
+            progress(trace)
+        yield trace

@@ -1,0 +1,192 @@
+"""A bench session: resolve the options into probes, LM, retriever and strategies, own the run
+folder (create, resume or refuse), run strategies with progress, and write the summary.
+
+Both the pytest plugin and the ``flarebench`` console script drive runs through this class.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import hashlib
+import json
+import platform
+import shutil
+import sys
+import time
+from dataclasses import dataclass, field
+from importlib import metadata
+from pathlib import Path
+from typing import Any
+
+from tqdm import tqdm
+
+from bench.report import format_table, summary_frame, write_atomic, write_summary
+from bench.runner import TRACES, TraceLog, run_strategy
+from probes.load import SHIPPED_DIR, ProbeError, load_probe_set
+from strategies.backends import make_lm, make_retriever
+from strategies.prompts import PromptTemplate
+from strategies.registry import expand, parse_spec
+from strategies.records import Trace
+
+RUN_JSON = "run.json"
+
+
+class ConfigError(ValueError):
+    """A user mistake in the run options or the run folder: shown as one line, never a traceback."""
+
+
+def _versions() -> dict[str, str]:
+    out = {"python": platform.python_version()}
+    for dist in ("flarebench", "llama_cpp_python", "bm25s", "pysbd", "pandas"):
+        try:
+            out[dist] = metadata.version(dist)
+        except metadata.PackageNotFoundError:
+            pass
+    return out
+
+
+def first_difference(old: Any, new: Any, path: str = "") -> str | None:
+    """The first field (dotted path) where two configurations differ, or None when they are equal."""
+    if isinstance(old, dict) and isinstance(new, dict):
+        for key in list(old) + [k for k in new if k not in old]:
+            where = f"{path}.{key}" if path else str(key)
+            if key not in new or key not in old:
+                was, now = old.get(key, "<absent>"), new.get(key, "<absent>")
+                return f"{where} (was {was!r}, now {now!r})"
+            diff = first_difference(old[key], new[key], where)
+            if diff:
+                return diff
+        return None
+    return None if old == new else f"{path} (was {old!r}, now {new!r})"
+
+
+@dataclass
+class BenchSession:
+    """One run of one or more strategy specs over one probe set."""
+
+    strategy: list[str] | None = None
+    probes: str = "phantomwiki"
+    limit: int | None = None
+    lm: str = "llamacpp:smollm2"
+    retriever: str = "bm25s"
+    report_dir: str | None = None
+    overwrite: bool = False
+    progress: bool = True
+    started: float = field(default_factory=time.time)
+
+    def __post_init__(self) -> None:
+        if self.limit is not None and self.limit < 1:
+            raise ConfigError(f"--limit must be >= 1, got {self.limit}")
+        try:
+            self.probe_set = load_probe_set(self.probes)
+        except ProbeError as e:
+            raise ConfigError(str(e)) from None
+        self.selected = self.probe_set.probes[: self.limit] if self.limit else list(self.probe_set.probes)
+        self.specs = expand(self.strategy)
+        # Parse every spec before loading anything heavy, so a typo fails at once.
+        from strategies.registry import SpecError
+
+        try:
+            self.strategies = {spec: parse_spec(spec) for spec in self.specs}
+        except SpecError as e:
+            raise ConfigError(str(e)) from None
+        self.lm_backend = make_lm(self.lm)
+        self.retriever_backend = make_retriever(self.retriever, self.probe_set.corpus)
+        self.config = self._config()
+        self.run_dir = self._open_run_dir()
+        self.log = TraceLog(self.run_dir / TRACES)
+        self.results: dict[str, list[Trace]] = {}
+
+    def _config(self) -> dict[str, Any]:
+        """Everything that determines the answers: compared on resume, hashed into the folder name."""
+        prompts = [PromptTemplate(open_book=b).static for b in (True, False)]
+        return {
+            "probes": {"name": self.probe_set.name, "source": self._probe_source(), "hash": self.probe_set.hash},
+            "lm": self.lm_backend.describe(),
+            "retriever": self.retriever_backend.describe(),
+            "prompt_sha256": hashlib.sha256("\0".join(prompts).encode()).hexdigest(),
+            "strategies": {spec: s.params() for spec, s in self.strategies.items()},
+        }
+
+    def _probe_source(self) -> str:
+        # A shipped set is named, so a run folder resumes and rescores from any checkout.
+        if self.probe_set.path.parent == SHIPPED_DIR:
+            return self.probe_set.name
+        return str(self.probe_set.path)
+
+    @property
+    def config_hash(self) -> str:
+        return hashlib.sha256(json.dumps(self.config, sort_keys=True).encode()).hexdigest()[:10]
+
+    def _open_run_dir(self) -> Path:
+        if self.report_dir:
+            run_dir = Path(self.report_dir)
+        else:
+            stamp = dt.datetime.now(dt.timezone.utc).strftime("%Y%m%dT%H%M%SZ")
+            run_dir = Path("reports") / f"{stamp}-{self.config_hash}"
+        run_json = run_dir / RUN_JSON
+        if run_json.exists():
+            try:
+                old = json.loads(run_json.read_text(encoding="utf-8"))["config"]
+            except (ValueError, KeyError) as e:
+                raise ConfigError(f"{run_json}: not a flarebench run.json ({e}); use --overwrite to replace it") from None
+            diff = first_difference(old, self.config)
+            if diff and not self.overwrite:
+                raise ConfigError(f"{run_dir} holds a run of a different configuration: {diff}; "
+                                  "use --overwrite to replace it or another --report-dir")
+            if diff:
+                shutil.rmtree(run_dir)
+        elif run_dir.exists() and any(run_dir.iterdir()) and not self.overwrite:
+            raise ConfigError(f"{run_dir} exists and holds no flarebench run; use --overwrite or another --report-dir")
+        elif run_dir.exists() and self.overwrite:
+            shutil.rmtree(run_dir)
+        run_dir.mkdir(parents=True, exist_ok=True)
+        self._write_run_json(run_dir, status="running")
+        return run_dir
+
+    def _write_run_json(self, run_dir: Path, status: str) -> None:
+        info = {
+            "flarebench_run": 1,
+            "config_hash": self.config_hash,
+            "status": status,
+            "created_utc": dt.datetime.fromtimestamp(self.started, dt.timezone.utc).isoformat(),
+            "limit": self.limit,
+            "probes_run": len(self.selected),
+            "config": self.config,
+            "versions": _versions(),
+            "command": " ".join(sys.argv),
+        }
+        write_atomic(run_dir / RUN_JSON, json.dumps(info, indent=2) + "\n")
+
+    def run(self, spec: str) -> list[Trace]:
+        """Run one spec over the selected probes (skipping those already in traces.jsonl) with a
+        progress bar; returns this spec's traces, resumed ones included."""
+        done = {t.probe_id: t for t in self.log.read() if t.strategy == spec}
+        todo = [p for p in self.selected if p.id not in done]
+        with tqdm(total=len(self.selected), initial=len(self.selected) - len(todo), desc=spec, unit="probe",
+                  disable=not self.progress, file=sys.stderr, dynamic_ncols=True) as bar:
+            for trace in run_strategy(spec, self.strategies[spec], todo, self.lm_backend, self.retriever_backend, self.log):
+                done[trace.probe_id] = trace
+                bar.update()
+        traces = [done[p.id] for p in self.selected if p.id in done]
+        self.results[spec] = traces
+        self.write_summary()
+        return traces
+
+    def summary(self):
+        """The summary of every spec of this run, from the traces on disk."""
+        wanted = {p.id for p in self.selected}
+        traces = [t for t in self.log.read() if t.strategy in self.strategies and t.probe_id in wanted]
+        probes = {p.id: p for p in self.selected}
+        return summary_frame(traces, probes, order=self.specs)
+
+    def write_summary(self) -> None:
+        complete = all(spec in self.results for spec in self.specs)
+        write_summary(self.run_dir, self.summary(), self.config)
+        self._write_run_json(self.run_dir, status="complete" if complete else "partial")
+
+    def table(self) -> str:
+        return format_table(self.summary())
+
+    def close(self) -> None:
+        self.lm_backend.close()

@@ -1,0 +1,23 @@
+"""Probe sets for flarebench: data classes, loader and validator.
+
+A probe folder holds ``corpus.jsonl`` ({id, title, text}), ``probes.jsonl`` ({id, question,
+answers, answer_type, gold_doc_ids, metadata}) and, for shipped sets, ``README.md`` (source,
+``Licence: ...`` line, how it was made).  ``python -m probes list|validate PATH`` is the CLI.
+"""
+
+from .load import DEFAULT_PROBE_SET, SHIPPED_DIR, ProbeError, load_probe_set, shipped_names
+from .model import ANSWER_TYPES, Document, Probe, ProbeSet
+from .validate import validate
+
+__all__ = [
+    "ANSWER_TYPES",
+    "DEFAULT_PROBE_SET",
+    "SHIPPED_DIR",
+    "Document",
+    "Probe",
+    "ProbeError",
+    "ProbeSet",
+    "load_probe_set",
+    "shipped_names",
+    "validate",
+]

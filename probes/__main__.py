@@ -1,0 +1,59 @@
+"""Command line: ``python -m probes list`` and ``python -m probes validate PATH``.
+
+Exit status: 0 when all is well, 2 for invalid data or bad usage (argparse's convention).
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+
+from .load import ProbeError, load_probe_set, resolve, shipped_names
+from .validate import check_folder
+
+
+def _list() -> int:
+    rows, status = [], 0
+    for name in shipped_names():
+        try:
+            ps = load_probe_set(name)
+            rows.append((name, str(len(ps.probes)), ps.licence or "unknown licence"))
+        except ProbeError as e:  # a broken shipped set is reported, not a traceback
+            rows.append((name, "?", f"INVALID: {str(e).splitlines()[0]}"))
+            status = 2
+    widths = [max((len(r[i]) for r in rows), default=0) for i in range(2)]
+    for name, count, licence in rows:
+        print(f"{name:<{widths[0]}}  {count:>{widths[1]}}  {licence}")
+    return status
+
+
+def _validate(path: str, require_readme: bool) -> int:
+    try:
+        _, folder = resolve(path)
+    except ProbeError:
+        folder = path  # let the validator name what is missing, in its usual format
+    checked = check_folder(folder, require_readme=require_readme)
+    if checked.problems:
+        for line in checked.problems:
+            print(line)
+        return 2
+    print(f"{path}: ok ({len(checked.probes)} probes, {len(checked.corpus)} docs)")
+    return 0
+
+
+def main(argv: list[str] | None = None) -> int:
+    """Run the CLI; returns the exit status."""
+    ap = argparse.ArgumentParser(prog="python -m probes", description="List and validate probe sets.")
+    sub = ap.add_subparsers(dest="command", required=True)
+    sub.add_parser("list", help="one line per shipped probe set: name, probe count, licence")
+    v = sub.add_parser("validate", help="check a probe folder (or a shipped name)")
+    v.add_argument("path", help="folder holding corpus.jsonl and probes.jsonl, or a shipped set's name")
+    v.add_argument("--require-readme", action="store_true", help="also require README.md with a Licence line")
+    args = ap.parse_args(argv)
+    if args.command == "list":
+        return _list()
+    return _validate(args.path, args.require_readme)
+
+
+if __name__ == "__main__":
+    sys.exit(main())

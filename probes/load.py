@@ -1,0 +1,72 @@
+"""Find and load probe sets: the shipped ones by name, users' folders by path."""
+
+from __future__ import annotations
+
+import hashlib
+import os
+from pathlib import Path
+
+from .model import Document, Probe, ProbeSet
+from .validate import PROBES_FILE, check_folder
+
+DEFAULT_PROBE_SET = "phantomwiki"
+SHIPPED_DIR = Path(__file__).resolve().parent
+
+
+class ProbeError(Exception):
+    """A probe set that cannot be found or is invalid.
+
+    The message is one line for a set that was not found, else one ``FILE:LINE: FIELD: problem``
+    line per problem.
+    """
+
+
+def shipped_names() -> list[str]:
+    """Names of the probe sets shipped in this package (sub-folders holding a probes.jsonl)."""
+    return sorted(d.name for d in SHIPPED_DIR.iterdir() if d.is_dir() and (d / PROBES_FILE).is_file())
+
+
+def resolve(name_or_path: str) -> tuple[str, Path]:
+    """Return (set name, folder) for a shipped name or a folder path; ProbeError if neither."""
+    text = os.fspath(name_or_path)
+    # A bare shipped name wins over a same-named folder in the working directory; ./name is the folder.
+    looks_like_path = os.sep in text or (os.altsep or os.sep) in text or text.startswith((".", "~"))
+    if not looks_like_path and text in shipped_names():
+        return text, SHIPPED_DIR / text
+    folder = Path(text).expanduser()
+    if folder.is_dir():
+        return folder.resolve().name, folder.resolve()
+    names = ", ".join(shipped_names()) or "(none)"
+    raise ProbeError(f"no probe set named or at '{text}'; shipped probe sets: {names}")
+
+
+def load_probe_set(name_or_path: str) -> ProbeSet:
+    """Load and validate a probe set given a shipped name (e.g. "phantomwiki") or a folder path.
+
+    Raises ProbeError when it is not found or not valid.  README.md is optional here.
+    """
+    name, folder = resolve(name_or_path)
+    checked = check_folder(folder)
+    if checked.problems:
+        raise ProbeError("\n".join(checked.problems))
+    corpus = [Document(id=d["id"], title=d["title"], text=d["text"]) for d in checked.corpus]
+    probes = [
+        Probe(
+            id=p["id"],
+            question=p["question"],
+            answers=list(p["answers"]),
+            answer_type=p.get("answer_type", "single"),
+            gold_doc_ids=list(p.get("gold_doc_ids", [])),
+            metadata=dict(p.get("metadata", {})),
+        )
+        for p in checked.probes
+    ]
+    return ProbeSet(
+        name=name,
+        path=folder,
+        corpus=corpus,
+        probes=probes,
+        readme=checked.readme,
+        corpus_hash=hashlib.sha256(checked.corpus_bytes).hexdigest(),
+        probes_hash=hashlib.sha256(checked.probes_bytes).hexdigest(),
+    )

@@ -1,0 +1,77 @@
+"""Data classes for a probe set: documents, probes (questions with gold answers), the set."""
+
+from __future__ import annotations
+
+import hashlib
+import re
+from dataclasses import dataclass, field
+from pathlib import Path
+
+ANSWER_TYPES = ("single", "set", "yes_no")
+
+# "Licence: MIT", also "License:", "- **Licence**: ...", case-insensitive.
+_LICENCE = re.compile(r"^\s*(?:[-*]\s*)?\**licen[cs]e\**\s*:\s*\**\s*(.+?)\s*$", re.IGNORECASE | re.MULTILINE)
+
+
+def find_licence(readme: str | None) -> str | None:
+    """The text after the first ``Licence:`` (or ``License:``) line of a README, or None."""
+    m = _LICENCE.search(readme or "")
+    return (m.group(1).rstrip("*").strip() or None) if m else None
+
+
+@dataclass
+class Document:
+    """One retrievable document of a corpus."""
+
+    id: str
+    title: str
+    text: str
+
+
+@dataclass
+class Probe:
+    """One question with its gold answers.
+
+    answer_type: ``single`` (answers are aliases, any one counts), ``set`` (all answers together
+    are the answer) or ``yes_no`` (answers is ``["yes"]`` or ``["no"]``).
+    gold_doc_ids: ids of the corpus documents that support the answer (may be empty).
+    """
+
+    id: str
+    question: str
+    answers: list[str]
+    answer_type: str = "single"
+    gold_doc_ids: list[str] = field(default_factory=list)
+    metadata: dict = field(default_factory=dict)
+
+
+@dataclass
+class ProbeSet:
+    """A loaded, validated probe folder.
+
+    corpus_hash and probes_hash are sha256 hex digests of the raw bytes of corpus.jsonl and
+    probes.jsonl, so a report can tell exactly which data it ran on.
+    """
+
+    name: str
+    path: Path
+    corpus: list[Document]
+    probes: list[Probe]
+    readme: str | None
+    corpus_hash: str
+    probes_hash: str
+
+    @property
+    def hash(self) -> str:
+        """Content hash of both files: sha256 hex of corpus_hash + probes_hash."""
+        return hashlib.sha256((self.corpus_hash + self.probes_hash).encode("ascii")).hexdigest()
+
+    @property
+    def licence(self) -> str | None:
+        """The licence named by a ``Licence: ...`` line of the README, or None."""
+        return find_licence(self.readme)
+
+    @property
+    def docs_by_id(self) -> dict[str, Document]:
+        """The corpus as a dict keyed by document id."""
+        return {d.id: d for d in self.corpus}

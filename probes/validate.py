@@ -1,0 +1,218 @@
+"""Validate a probe folder (corpus.jsonl, probes.jsonl, optional README.md).
+
+Files are read with plain ``json``, one line at a time, so that every problem names its file,
+line and field: ``FILE:LINE: FIELD: message``.  Problems about a whole file use line 0 and the
+field ``(file)``; a line that is not JSON uses ``(json)``.
+"""
+
+from __future__ import annotations
+
+import difflib
+import json
+import os
+from dataclasses import dataclass, field
+
+from .model import ANSWER_TYPES, find_licence
+
+CORPUS_FILE = "corpus.jsonl"
+PROBES_FILE = "probes.jsonl"
+README_FILE = "README.md"
+
+_CORPUS_FIELDS = ("id", "title", "text")
+_PROBE_FIELDS = ("id", "question", "answers", "answer_type", "gold_doc_ids", "metadata")
+
+
+@dataclass
+class Checked:
+    """Everything one pass over a folder found: problems, parsed rows and raw bytes."""
+
+    problems: list[str] = field(default_factory=list)
+    corpus: list[dict] = field(default_factory=list)
+    probes: list[dict] = field(default_factory=list)
+    corpus_bytes: bytes = b""
+    probes_bytes: bytes = b""
+    readme: str | None = None
+
+
+def _type_name(value) -> str:
+    return {dict: "object", list: "list", str: "string", bool: "boolean", type(None): "null"}.get(
+        type(value), type(value).__name__
+    )
+
+
+def _nonempty_str(value) -> str | None:
+    if not isinstance(value, str):
+        return f"expected a string, got {_type_name(value)}"
+    if not value.strip():
+        return "must not be empty"
+    return None
+
+
+def _read_jsonl(path: str, data: bytes, problems: list[str]) -> list[tuple[int, dict]]:
+    """Parse JSON-lines bytes into (line number, object) pairs; blank lines are skipped."""
+    rows = []
+    for n, raw in enumerate(data.split(b"\n"), 1):
+        try:
+            text = raw.decode("utf-8-sig" if n == 1 else "utf-8")
+        except UnicodeDecodeError as e:
+            problems.append(f"{path}:{n}: (encoding): not UTF-8 ({e.reason} at byte {e.start})")
+            continue
+        if not text.strip():
+            continue
+        try:
+            obj = json.loads(text)
+        except json.JSONDecodeError as e:
+            problems.append(f"{path}:{n}: (json): invalid JSON: {e.msg} (column {e.colno})")
+            continue
+        if not isinstance(obj, dict):
+            problems.append(f"{path}:{n}: (json): expected a JSON object, got {_type_name(obj)}")
+            continue
+        rows.append((n, obj))
+    return rows
+
+
+def _unknown_fields(path: str, n: int, obj: dict, allowed: tuple[str, ...], problems: list[str]) -> None:
+    # Unknown fields are errors: a typo ("answer") would otherwise silently drop data.
+    for key in obj:
+        if key not in allowed:
+            close = difflib.get_close_matches(key, allowed, n=1, cutoff=0.75)
+            hint = f"; did you mean '{close[0]}'?" if close else f" (allowed: {', '.join(allowed)})"
+            problems.append(f"{path}:{n}: {key}: unknown field{hint}")
+
+
+def _check_ids(path: str, rows: list[tuple[int, dict]], problems: list[str]) -> None:
+    first: dict[str, int] = {}
+    for n, obj in rows:
+        i = obj.get("id")
+        if isinstance(i, str) and i.strip():
+            if i in first:
+                problems.append(f"{path}:{n}: id: duplicate id '{i}' (first on line {first[i]})")
+            else:
+                first[i] = n
+
+
+def _check_corpus(path: str, rows: list[tuple[int, dict]], problems: list[str]) -> None:
+    for n, doc in rows:
+        _unknown_fields(path, n, doc, _CORPUS_FIELDS, problems)
+        for key in _CORPUS_FIELDS:
+            if key not in doc:
+                problems.append(f"{path}:{n}: {key}: missing required field")
+            elif key == "id" and (msg := _nonempty_str(doc[key])):
+                problems.append(f"{path}:{n}: id: {msg}")
+            elif not isinstance(doc[key], str):
+                problems.append(f"{path}:{n}: {key}: expected a string, got {_type_name(doc[key])}")
+    _check_ids(path, rows, problems)
+
+
+def _check_str_list(path: str, n: int, key: str, value, problems: list[str], nonempty: bool) -> bool:
+    """Check a list of non-empty strings; return True when it is one."""
+    if not isinstance(value, list):
+        problems.append(f"{path}:{n}: {key}: expected a list of strings, got {_type_name(value)}")
+        return False
+    if nonempty and not value:
+        problems.append(f"{path}:{n}: {key}: must not be empty")
+        return False
+    ok = True
+    for i, item in enumerate(value):
+        if msg := _nonempty_str(item):
+            problems.append(f"{path}:{n}: {key}[{i}]: {msg}")
+            ok = False
+    return ok
+
+
+def _check_probe(path: str, n: int, probe: dict, doc_ids: set[str] | None, problems: list[str]) -> None:
+    _unknown_fields(path, n, probe, _PROBE_FIELDS, problems)
+    for key in ("id", "question", "answers"):
+        if key not in probe:
+            problems.append(f"{path}:{n}: {key}: missing required field")
+    for key in ("id", "question"):
+        if key in probe and (msg := _nonempty_str(probe[key])):
+            problems.append(f"{path}:{n}: {key}: {msg}")
+    answers_ok = "answers" in probe and _check_str_list(path, n, "answers", probe["answers"], problems, True)
+    kind = probe.get("answer_type", "single")
+    if kind not in ANSWER_TYPES:
+        allowed = ", ".join(ANSWER_TYPES)
+        problems.append(f"{path}:{n}: answer_type: must be one of {allowed}, got {json.dumps(kind)}")
+    elif kind == "yes_no" and answers_ok and probe["answers"] not in (["yes"], ["no"]):
+        got = json.dumps(probe["answers"])
+        problems.append(f'{path}:{n}: answers: a yes_no probe needs ["yes"] or ["no"], got {got}')
+    gold = probe.get("gold_doc_ids", [])
+    if _check_str_list(path, n, "gold_doc_ids", gold, problems, False):
+        seen = set()
+        for i, doc_id in enumerate(gold):
+            if doc_id in seen:
+                problems.append(f"{path}:{n}: gold_doc_ids[{i}]: duplicate '{doc_id}'")
+            elif doc_ids is not None and doc_id not in doc_ids:
+                msg = f"'{doc_id}' is not a document id in {CORPUS_FILE}"
+                problems.append(f"{path}:{n}: gold_doc_ids[{i}]: {msg}")
+            seen.add(doc_id)
+    if "metadata" in probe and not isinstance(probe["metadata"], dict):
+        problems.append(f"{path}:{n}: metadata: expected an object, got {_type_name(probe['metadata'])}")
+
+
+def _read_file(path: str, problems: list[str]) -> bytes | None:
+    try:
+        with open(path, "rb") as f:
+            return f.read()
+    except FileNotFoundError:
+        problems.append(f"{path}:0: (file): not found")
+    except OSError as e:
+        problems.append(f"{path}:0: (file): cannot read ({e.strerror or e})")
+    return None
+
+
+def _by_line(path: str, problems: list[str]) -> list[str]:
+    # Report in file order (duplicate-id checks run after the per-line ones); sort is stable.
+    return sorted(problems, key=lambda p: int(p[len(path) + 1 :].split(":", 1)[0]))
+
+
+def check_folder(path, *, require_readme: bool = False) -> Checked:
+    """Read and check a probe folder in one pass; used by validate() and load_probe_set()."""
+    base = os.fspath(path)
+    out = Checked()
+    if not os.path.isdir(base):
+        out.problems.append(f"{base}:0: (folder): {'not a folder' if os.path.exists(base) else 'not found'}")
+        return out
+    corpus_path, probes_path = os.path.join(base, CORPUS_FILE), os.path.join(base, PROBES_FILE)
+    doc_ids = None  # unknown when the corpus is missing: then gold ids are not checked
+    data = _read_file(corpus_path, out.problems)
+    if data is not None:
+        out.corpus_bytes = data
+        found: list[str] = []
+        rows = _read_jsonl(corpus_path, data, found)
+        if not data.strip():
+            found.append(f"{corpus_path}:0: (file): no documents")
+        _check_corpus(corpus_path, rows, found)
+        out.problems += _by_line(corpus_path, found)
+        out.corpus = [obj for _, obj in rows]
+        doc_ids = {d["id"] for d in out.corpus if isinstance(d.get("id"), str)}
+    data = _read_file(probes_path, out.problems)
+    if data is not None:
+        out.probes_bytes = data
+        found = []
+        rows = _read_jsonl(probes_path, data, found)
+        if not data.strip():
+            found.append(f"{probes_path}:0: (file): no probes")
+        for n, probe in rows:
+            _check_probe(probes_path, n, probe, doc_ids, found)
+        _check_ids(probes_path, rows, found)
+        out.problems += _by_line(probes_path, found)
+        out.probes = [obj for _, obj in rows]
+    readme_path = os.path.join(base, README_FILE)
+    if os.path.isfile(readme_path):
+        with open(readme_path, encoding="utf-8", errors="replace") as f:
+            out.readme = f.read()
+        if require_readme and find_licence(out.readme) is None:
+            out.problems.append(f"{readme_path}:0: (file): no 'Licence: ...' line")
+    elif require_readme:
+        why = "a shipped probe set needs source, licence, how made"
+        out.problems.append(f"{readme_path}:0: (file): not found ({why})")
+    return out
+
+
+def validate(path, *, require_readme: bool = False) -> list[str]:
+    """Return one ``FILE:LINE: FIELD: message`` line per problem of the probe folder at path.
+
+    An empty list means the folder is valid.  README.md is optional unless require_readme.
+    """
+    return check_folder(path, require_readme=require_readme).problems

@@ -1,0 +1,72 @@
+"""The one interface every strategy implements."""
+
+from __future__ import annotations
+
+import dataclasses
+from abc import ABC, abstractmethod
+from typing import Any, ClassVar
+
+from strategies.lm import LM
+from strategies.prompts import extract_answer
+from strategies.records import Passage, Retrieval, Step, Trace
+from strategies.retriever import Retriever
+
+
+@dataclasses.dataclass
+class Strategy(ABC):
+    """A retrieval strategy: given a question, an LM and a retriever, produce a Trace.
+
+    Subclasses are dataclasses whose fields are their parameters (typed, with defaults), validated
+    in :meth:`validate`. A strategy reads no files, times nothing and prints nothing: the LM and the
+    retriever time their own calls and the runner owns everything else.
+    """
+
+    name: ClassVar[str] = "strategy"
+    #: Whether the strategy needs per-token logprobs from the LM.
+    needs_logprobs: ClassVar[bool] = False
+
+    #: Documents per retrieval (the harness compares strategies at equal k).
+    k: int = 3
+    #: Cap on the answer's length in tokens, all steps together.
+    max_tokens: int = 128
+
+    def __post_init__(self) -> None:
+        self.validate()
+
+    def validate(self) -> None:
+        """Raise ValueError naming the parameter when a value is out of range."""
+        if self.k < 1:
+            raise ValueError(f"k must be >= 1, got {self.k}")
+        if self.max_tokens < 1:
+            raise ValueError(f"max_tokens must be >= 1, got {self.max_tokens}")
+
+    def params(self) -> dict[str, Any]:
+        """The parameters as recorded in run.json."""
+        return dataclasses.asdict(self)
+
+    @abstractmethod
+    def run(self, question: str, lm: LM, retriever: Retriever) -> Trace:
+        """Answer ``question``; the Trace records every step, LM call and retrieval."""
+
+
+def finish(question: str, steps: list[Step], capped: str | None = None) -> Trace:
+    """Assemble the Trace of a finished answer: the output is the steps' text, the answer is read
+    from its final-answer statement, and ``stop_reason`` says why generation ended (``capped``
+    names a cap the strategy hit, e.g. ``step_cap``)."""
+    output = "".join(s.text for s in steps).strip()
+    answer = extract_answer(output)
+    if answer is not None:
+        reason = "answer"
+    elif capped:
+        reason = capped
+    elif steps and steps[-1].lm_calls and steps[-1].lm_calls[-1].finish_reason == "length":
+        reason = "token_cap"
+    else:
+        reason = "eos"
+    return Trace(question=question, output=output, answer=answer, stop_reason=reason, steps=steps)
+
+
+def retrieve(retriever: Retriever, query: str, k: int, reason: str, **detail: Any) -> tuple[list[Passage], Retrieval]:
+    """Search and record the retrieval with the reason it fired."""
+    passages, seconds = retriever.search(query, k)
+    return passages, Retrieval(query=query, reason=reason, doc_ids=[p.id for p in passages], seconds=seconds, detail=detail)

@@ -1,0 +1,82 @@
+"""The LM interface every strategy calls, and the prompt shape that lets backends reuse a prefix."""
+
+from __future__ import annotations
+
+import time
+from abc import ABC, abstractmethod
+from dataclasses import dataclass, field
+
+from strategies.records import LMCall
+
+
+@dataclass(frozen=True)
+class Prompt:
+    """A prompt in two parts: ``static`` never changes within a run (instruction and exemplars),
+    ``dynamic`` is the rest (docs, question, answer so far). Backends evaluate ``static`` once
+    and reuse it; a server sees the concatenation."""
+
+    static: str
+    dynamic: str
+
+    @property
+    def text(self) -> str:
+        return self.static + self.dynamic
+
+
+@dataclass
+class GenerationRequest:
+    """What a strategy asks of the LM for one call."""
+
+    prompt: Prompt
+    max_tokens: int
+    stop: tuple[str, ...] = ()
+    logprobs: bool = False
+    purpose: str = "generate"
+    logit_bias: dict[str, float] = field(default_factory=dict)
+
+
+class LMError(RuntimeError):
+    """The LM could not serve a request (bad model file, server failure, missing capability)."""
+
+
+class LM(ABC):
+    """A language model decoding greedily (temperature 0).
+
+    Subclasses implement :meth:`_complete`; :meth:`generate` wraps it with the wall-clock time of
+    the call so that no strategy ever times itself.
+    """
+
+    #: Short name recorded in run.json, e.g. ``llamacpp:smollm2``.
+    name: str = "lm"
+    #: Whether completions carry per-token logprobs (FLARE direct refuses to run without them).
+    supports_logprobs: bool = True
+    #: Whether ``logit_bias`` is honoured.
+    supports_logit_bias: bool = False
+
+    def generate(
+        self,
+        prompt: Prompt,
+        max_tokens: int,
+        stop: tuple[str, ...] | list[str] = (),
+        logprobs: bool = False,
+        purpose: str = "generate",
+        logit_bias: dict[str, float] | None = None,
+    ) -> LMCall:
+        """Continue ``prompt`` greedily for at most ``max_tokens`` tokens, stopping before any of
+        ``stop``. Returns the call's record; ``text`` excludes the stop sequence."""
+        request = GenerationRequest(prompt, max_tokens, tuple(stop), logprobs, purpose, dict(logit_bias or {}))
+        start = time.perf_counter()
+        call = self._complete(request)
+        call.seconds = time.perf_counter() - start
+        return call
+
+    @abstractmethod
+    def _complete(self, request: GenerationRequest) -> LMCall:
+        """Serve one request; ``seconds`` is filled in by :meth:`generate`."""
+
+    def describe(self) -> dict:
+        """What identifies this model in run.json (name, file, sha256, settings)."""
+        return {"name": self.name}
+
+    def close(self) -> None:
+        """Release the model."""

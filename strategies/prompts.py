@@ -1,0 +1,119 @@
+"""Few-shot chain-of-thought prompts, laid out so the part that never changes comes first.
+
+Layout (DESIGN.md, performance): instruction and exemplars (static), then the documents, then the
+question, then the answer so far. Every exemplar ends with "So the answer is X." and
+:func:`extract_answer` reads the final answer back from that statement.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+
+from strategies.lm import Prompt
+from strategies.records import Passage
+
+
+@dataclass(frozen=True)
+class Exemplar:
+    """One worked example: supporting documents, a question and a chain-of-thought answer."""
+
+    docs: tuple[tuple[str, str], ...]  # (title, text)
+    question: str
+    answer: str
+
+
+# Fictional people, so no exemplar leaks an answer from a shipped probe set.
+EXEMPLARS: tuple[Exemplar, ...] = (
+    Exemplar(
+        docs=(("Ivo Lanark", "The friend of Ivo Lanark is Bea Tull. The occupation of Ivo Lanark is baker."),
+              ("Bea Tull", "The mother of Bea Tull is Rosa Tull. The hobby of Bea Tull is chess.")),
+        question="Who is the mother of the friend of Ivo Lanark?",
+        answer="The friend of Ivo Lanark is Bea Tull. The mother of Bea Tull is Rosa Tull. So the answer is Rosa Tull.",
+    ),
+    Exemplar(
+        docs=(("Nell Oster", "The father of Nell Oster is Tam Oster. The date of birth of Nell Oster is 0921-03-02."),
+              ("Tam Oster", "The hobby of Tam Oster is fishing. The occupation of Tam Oster is pilot.")),
+        question="What is the hobby of the father of Nell Oster?",
+        answer="The father of Nell Oster is Tam Oster. The hobby of Tam Oster is fishing. So the answer is fishing.",
+    ),
+    Exemplar(
+        docs=(("Edda Voss", "The sons of Edda Voss are Kai Voss, Lin Voss. The occupation of Edda Voss is surgeon."),),
+        question="How many sons does Edda Voss have?",
+        answer="The sons of Edda Voss are Kai Voss, Lin Voss. So the answer is 2.",
+    ),
+    Exemplar(
+        docs=(("Ruth Kell", "The friends of Ruth Kell are Ada Moss, Bo Fink. The hobby of Ruth Kell is rowing."),
+              ("Ada Moss", "The occupation of Ada Moss is nurse."),
+              ("Bo Fink", "The occupation of Bo Fink is actor.")),
+        question="What is the occupation of the friend of Ruth Kell?",
+        answer="The friends of Ruth Kell are Ada Moss, Bo Fink. The occupation of Ada Moss is nurse. "
+               "The occupation of Bo Fink is actor. So the answer is nurse, actor.",
+    ),
+)
+
+INSTRUCTION = (
+    "Answer the question using the documents. Reason step by step in short sentences, "
+    'then end with "So the answer is" followed by the answer.\n\n'
+)
+CLOSED_BOOK_INSTRUCTION = (
+    "Answer the question. Reason step by step in short sentences, "
+    'then end with "So the answer is" followed by the answer.\n\n'
+)
+
+ANSWER_MARK = "So the answer is"
+#: Generation of one answer stops at a blank line or where the model starts a new example.
+STOP = ("\n\n", "\nQuestion:", "\nDocuments:")
+
+
+def format_docs(docs: list[Passage] | tuple[tuple[str, str], ...]) -> str:
+    """The documents block, one numbered line per document."""
+    lines = []
+    for i, d in enumerate(docs, 1):
+        title, text = (d.title, d.text) if hasattr(d, "title") else d
+        lines.append(f"[{i}] {title}: {' '.join(text.split())}")
+    return "Documents:\n" + "\n".join(lines) + "\n"
+
+
+@dataclass(frozen=True)
+class PromptTemplate:
+    """Builds prompts for one run: with documents (open book) or without (closed book)."""
+
+    open_book: bool = True
+    exemplars: tuple[Exemplar, ...] = EXEMPLARS
+
+    @property
+    def static(self) -> str:
+        """Instruction and exemplars: identical for every call of a run."""
+        parts = [INSTRUCTION if self.open_book else CLOSED_BOOK_INSTRUCTION]
+        for ex in self.exemplars:
+            if self.open_book:
+                parts.append(format_docs(ex.docs))
+            parts.append(f"Question: {ex.question}\nAnswer: {ex.answer}\n\n")
+        return "".join(parts)
+
+    def build(self, question: str, docs: list[Passage] = (), answer_so_far: str = "") -> Prompt:
+        """The prompt for ``question`` with ``docs`` in context and the answer generated so far.
+
+        The prompt ends at "Answer:" with no space, so the model writes the space-led tokens it saw
+        in the exemplars; ``answer_so_far`` is the raw text generated so far (space included)."""
+        head = format_docs(docs) if self.open_book else ""
+        return Prompt(self.static, f"{head}Question: {question}\nAnswer:{answer_so_far}")
+
+
+_ANSWER_RE = re.compile(r"answer is:?\s*(.+)", re.IGNORECASE)
+
+
+def extract_answer(output: str) -> str | None:
+    """The final answer stated in ``output`` ("... So the answer is X."), or None if there is none."""
+    m = _ANSWER_RE.search(output)
+    if not m:
+        return None
+    answer = m.group(1).split("\n")[0].strip()
+    answer = re.sub(r"[.\s]+$", "", answer)
+    return answer or None
+
+
+def states_answer(text: str) -> bool:
+    """Whether ``text`` contains a final-answer statement."""
+    return _ANSWER_RE.search(text) is not None

@@ -1,0 +1,118 @@
+"""Typed records that flow out of a strategy: a Trace of Steps, LM calls and retrievals.
+
+Everything the metrics and reports need is in these records, so they can be recomputed from
+``traces.jsonl`` alone (``python -m bench score RUN_DIR``).
+"""
+
+from __future__ import annotations
+
+from dataclasses import asdict, dataclass, field
+from typing import Any
+
+
+@dataclass
+class Passage:
+    """One retrieved document."""
+
+    id: str
+    title: str
+    text: str
+    score: float = 0.0
+
+
+@dataclass
+class LMCall:
+    """One call to the LM: what was sent, what was evaluated, what came back, how long it took.
+
+    ``prompt_tokens`` is what the prompt holds; ``evaluated_tokens`` is how many of them the backend
+    actually ran through the model (the rest came from a reused KV prefix or a server-side cache).
+    ``logprobs`` holds one natural-log probability per completion token when asked for.
+    """
+
+    purpose: str
+    prompt_tokens: int
+    evaluated_tokens: int
+    completion_tokens: int
+    text: str
+    finish_reason: str  # "stop" (a stop sequence or end of text) or "length" (token cap)
+    seconds: float
+    tokens: list[str] = field(default_factory=list)
+    logprobs: list[float] | None = None
+    cached: bool = False
+
+
+@dataclass
+class Retrieval:
+    """One call to the retriever and why it fired (``first_hop``, ``low_confidence``, ...)."""
+
+    query: str
+    reason: str
+    doc_ids: list[str]
+    seconds: float
+    cached: bool = False
+    detail: dict[str, Any] = field(default_factory=dict)
+
+    @property
+    def first_hop(self) -> bool:
+        return self.reason == FIRST_HOP
+
+
+FIRST_HOP = "first_hop"
+
+
+@dataclass
+class Step:
+    """One generation step (a sentence, a window, or the whole answer) with what it cost."""
+
+    text: str
+    lm_calls: list[LMCall] = field(default_factory=list)
+    retrievals: list[Retrieval] = field(default_factory=list)
+
+    @property
+    def triggered(self) -> bool:
+        """True when retrieval fired during generation at this step (the first hop does not count)."""
+        return any(not r.first_hop for r in self.retrievals)
+
+
+@dataclass
+class Trace:
+    """Everything one strategy did for one probe.
+
+    ``output`` is the full generated text, ``answer`` the final answer extracted from it (``None``
+    when the output never states one). ``stop_reason`` says why generation ended: ``answer``
+    (a final-answer statement), ``eos`` (the model stopped), ``token_cap``, ``step_cap``, ``abstain``
+    or ``error``. The runner fills ``probe_id``, ``strategy``, ``seconds`` and ``error``.
+    """
+
+    question: str
+    output: str
+    answer: str | None
+    stop_reason: str
+    steps: list[Step] = field(default_factory=list)
+    probe_id: str = ""
+    strategy: str = ""
+    seconds: float = 0.0
+    error: str | None = None
+
+    @property
+    def lm_calls(self) -> list[LMCall]:
+        return [c for s in self.steps for c in s.lm_calls]
+
+    @property
+    def retrievals(self) -> list[Retrieval]:
+        return [r for s in self.steps for r in s.retrievals]
+
+    def to_dict(self) -> dict[str, Any]:
+        return asdict(self)
+
+    @classmethod
+    def from_dict(cls, d: dict[str, Any]) -> "Trace":
+        steps = [
+            Step(
+                text=s["text"],
+                lm_calls=[LMCall(**c) for c in s["lm_calls"]],
+                retrievals=[Retrieval(**r) for r in s["retrievals"]],
+            )
+            for s in d.get("steps", [])
+        ]
+        return cls(**{**d, "steps": steps})

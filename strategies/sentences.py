@@ -1,0 +1,36 @@
+"""Sentence splitting with rules that ship in the package (pysbd): no NLTK data download."""
+
+from __future__ import annotations
+
+import functools
+
+import pysbd
+
+
+@functools.lru_cache(maxsize=1)
+def _segmenter() -> pysbd.Segmenter:
+    return pysbd.Segmenter(language="en", clean=False, char_span=False)
+
+
+def split_sentences(text: str) -> list[str]:
+    """Split ``text`` into sentences, keeping each one's trailing whitespace so that joining the
+    pieces gives back ``text`` exactly."""
+    if not text.strip():
+        return [text] if text else []
+    # pysbd keeps the words but not always the whitespace between sentences: find where each
+    # sentence starts in the original and cut there, so the split is lossless.
+    starts, pos = [0], 0
+    for piece in _segmenter().segment(text):
+        at = text.find(piece.strip(), pos)
+        if at < 0:
+            return [text]
+        if at > 0 and pos > 0:
+            starts.append(at)
+        pos = at + len(piece.strip())
+    return [text[a:b] for a, b in zip(starts, starts[1:] + [len(text)])]
+
+
+def first_sentence(text: str) -> str:
+    """The first sentence of ``text`` (with its trailing whitespace), or all of it if there is one."""
+    sentences = split_sentences(text)
+    return sentences[0] if sentences else text

@@ -1,0 +1,25 @@
+"""Single-time retrieval: retrieve once with the question, then generate the whole answer."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from strategies.base import Strategy, finish, retrieve
+from strategies.lm import LM
+from strategies.prompts import STOP, PromptTemplate
+from strategies.records import FIRST_HOP, Step, Trace
+from strategies.registry import register
+from strategies.retriever import Retriever
+
+OPEN_BOOK = PromptTemplate(open_book=True)
+
+
+@register("single_time")
+@dataclass
+class SingleTime(Strategy):
+    """Retrieve the top ``k`` documents for the question and answer with them in one call."""
+
+    def run(self, question: str, lm: LM, retriever: Retriever) -> Trace:
+        docs, retrieval = retrieve(retriever, question, self.k, FIRST_HOP)
+        call = lm.generate(OPEN_BOOK.build(question, docs), self.max_tokens, stop=STOP)
+        return finish(question, [Step(call.text, [call], [retrieval])])

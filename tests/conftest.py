@@ -1,0 +1,43 @@
+"""Shared fixtures: the real embedded LM and BM25 retriever over the default probe set, loaded
+once per test session, with flarebench's cache kept in a temporary folder."""
+
+from __future__ import annotations
+
+import os
+
+import pytest
+
+
+@pytest.fixture(scope="session", autouse=True)
+def _isolated_cache(tmp_path_factory):
+    # Keep BM25 indexes and model copies out of the user's ~/.cache during tests.
+    old = os.environ.get("FLAREBENCH_CACHE")
+    os.environ["FLAREBENCH_CACHE"] = str(tmp_path_factory.mktemp("flarebench-cache"))
+    yield
+    if old is None:
+        os.environ.pop("FLAREBENCH_CACHE", None)
+    else:
+        os.environ["FLAREBENCH_CACHE"] = old
+
+
+@pytest.fixture(scope="session")
+def phantom():
+    from probes.load import load_probe_set
+
+    return load_probe_set("phantomwiki")
+
+
+@pytest.fixture(scope="session")
+def retriever(phantom, _isolated_cache):
+    from strategies.bm25 import BM25Retriever
+
+    return BM25Retriever(phantom.corpus)
+
+
+@pytest.fixture(scope="session")
+def lm():
+    from strategies.backends import make_lm
+
+    model = make_lm("llamacpp:smollm2")
+    yield model
+    model.close()

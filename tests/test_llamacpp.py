@@ -1,0 +1,66 @@
+"""The in-process llama.cpp backend with the real embedded model (SmolLM2-135M-Instruct)."""
+
+import llama_cpp
+import numpy as np
+import pytest
+
+from strategies.backends import make_lm, smollm2_path
+from strategies.lm import LMError, Prompt
+from strategies.prompts import PromptTemplate
+
+pytestmark = pytest.mark.model
+
+TEXT = "The capital of France is Paris. The capital of Germany is"
+
+
+def test_logprobs_match_llama_cpp_pythons_own_path(lm):
+    # llama-cpp-python's slow path (logits_all + logprobs=1) is the reference for our numpy path.
+    ref_llm = llama_cpp.Llama(model_path=str(smollm2_path()), n_ctx=512, logits_all=True, verbose=False, n_threads=2)
+    ref = ref_llm.create_completion(TEXT, max_tokens=8, temperature=0, logprobs=1)["choices"][0]
+    ref_llm.close()
+    ours = lm.generate(Prompt("", TEXT), 8, logprobs=True)
+    assert ours.text == ref["text"]
+    assert ours.tokens == ref["logprobs"]["tokens"]
+    np.testing.assert_allclose(ours.logprobs, ref["logprobs"]["token_logprobs"], atol=2e-3)
+    assert all(lp <= 0 for lp in ours.logprobs)
+
+
+def test_token_cap_and_stop_sequences(lm):
+    capped = lm.generate(Prompt("", TEXT), 3)
+    assert (capped.completion_tokens, capped.finish_reason, capped.logprobs) == (3, "length", None)
+    stopped = lm.generate(Prompt("", TEXT), 40, stop=(".",))
+    assert stopped.finish_reason == "stop" and "." not in stopped.text
+    assert stopped.text == lm.generate(Prompt("", TEXT), 40).text.split(".")[0]
+
+
+def test_static_prefix_is_evaluated_once(lm):
+    t = PromptTemplate(open_book=False)
+    first = lm.generate(t.build("Who is the mother of Ann Lee?"), 4)
+    second = lm.generate(t.build("Who is the father of Bo Kim?"), 4)
+    static_tokens = len(lm._prefix_ids[t.static])
+    assert static_tokens > 100
+    assert second.evaluated_tokens == second.prompt_tokens - static_tokens
+    assert first.prompt_tokens > static_tokens and second.evaluated_tokens < 30
+
+
+def test_same_call_same_answer_whatever_ran_before(lm):
+    a, b = PromptTemplate(open_book=False), PromptTemplate(open_book=True)
+    ask = lambda t: lm.generate(t.build("How many sons does Edda Voss have?"), 24, logprobs=True)  # noqa: E731
+    first = ask(a)
+    ask(b)  # another prefix in between: the first one's state is restored from its snapshot
+    lm.generate(Prompt(a.static, "Question: something else entirely\nAnswer:"), 10)
+    again = ask(a)
+    assert (again.text, again.logprobs) == (first.text, first.logprobs)
+
+
+def test_prompt_longer_than_context_is_a_clear_error(lm):
+    with pytest.raises(LMError, match="exceeds the context"):
+        lm.generate(Prompt("", "word " * 5000), 2)
+
+
+def test_unknown_lm_spec_names_the_known_ones(tmp_path):
+    with pytest.raises(LMError, match="llamacpp:smollm2"):
+        make_lm("openai:gpt")
+    with pytest.raises(LMError, match="model file not found"):
+        make_lm(f"llamacpp:{tmp_path / 'missing.gguf'}")
+    assert make_lm.__doc__

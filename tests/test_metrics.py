@@ -1,0 +1,447 @@
+"""Unit tests of bench.metrics: each metric definition, on hand-built traces (no model, no files)."""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from bench.metrics import (
+    COLUMN_DOCS,
+    SUMMARY_COLUMNS,
+    exact_match,
+    normalize_answer,
+    probe_row,
+    score_answer,
+    split_items,
+    summarize,
+    to_yes_no,
+    token_f1,
+)
+from strategies.records import FIRST_HOP, LMCall, Retrieval, Step, Trace
+
+
+@dataclass
+class FakeProbe:
+    """Stand-in with the attributes of probes.model.Probe that metrics reads."""
+
+    id: str
+    question: str = "q?"
+    answers: list[str] = field(default_factory=list)
+    answer_type: str = "single"
+    gold_doc_ids: list[str] = field(default_factory=list)
+    metadata: dict = field(default_factory=dict)
+
+
+def call(seconds=0.5, prompt=100, evaluated=40, completion=10, purpose="generate"):
+    return LMCall(
+        purpose=purpose,
+        prompt_tokens=prompt,
+        evaluated_tokens=evaluated,
+        completion_tokens=completion,
+        text="x",
+        finish_reason="stop",
+        seconds=seconds,
+    )
+
+
+def ret(reason="low_confidence", doc_ids=("d1",), seconds=0.1):
+    return Retrieval(query="q", reason=reason, doc_ids=list(doc_ids), seconds=seconds)
+
+
+def trace(steps, strategy="s", probe_id="p1", answer="x", seconds=1.0, error=None, stop_reason="answer"):
+    return Trace(
+        question="q?",
+        output=answer or "",
+        answer=answer,
+        stop_reason=stop_reason,
+        steps=steps,
+        probe_id=probe_id,
+        strategy=strategy,
+        seconds=seconds,
+        error=error,
+    )
+
+
+# ---------------------------------------------------------------- normalisation, single answers
+
+
+@pytest.mark.parametrize(
+    "raw, expected",
+    [
+        ("The  Cat!", "cat"),
+        ("cat", "cat"),
+        ("  An apple, a pear and THE plum. ", "apple pear and plum"),
+        ("theory of the thesis", "theory of thesis"),  # articles only as whole words
+        ("U.S.A.", "usa"),
+        ("", ""),
+        (None, ""),
+    ],
+)
+def test_normalize_answer(raw, expected):
+    assert normalize_answer(raw) == expected
+
+
+def test_exact_match_alias_aware():
+    assert exact_match("The  Cat!", ["dog", "cat"]) == 1.0
+    assert exact_match("a cat", ["the cat"]) == 1.0
+    assert exact_match("cats", ["cat"]) == 0.0
+    assert exact_match("Paris", "Paris") == 1.0  # a bare string is one alias, not characters
+    assert exact_match("P", "Paris") == 0.0
+
+
+def test_token_f1_partial_by_hand():
+    # pred tokens {kate, brown} vs gold {kate, elizabeth, brown}: P = 1, R = 2/3, F1 = 0.8
+    assert token_f1("Kate Brown", ["Kate Elizabeth Brown"]) == pytest.approx(0.8)
+    assert exact_match("Kate Brown", ["Kate Elizabeth Brown"]) == 0.0
+
+
+def test_token_f1_max_over_aliases():
+    answers = ["Kate Elizabeth Brown", "Kate Brown"]
+    assert token_f1("Kate Brown", answers) == 1.0
+    # "Brown" vs "Kate Brown": P = 1, R = 1/2 -> 2/3; vs the long alias: R = 1/3 -> 0.5
+    assert token_f1("Brown", answers) == pytest.approx(2 / 3)
+
+
+def test_token_f1_counts_repeated_tokens_once_each():
+    # pred "brown brown" vs gold "kate brown": overlap 1, P = 1/2, R = 1/2 -> 0.5
+    assert token_f1("brown brown", ["kate brown"]) == pytest.approx(0.5)
+
+
+@pytest.mark.parametrize("pred", [None, "", "   ", "the", "!!"])
+def test_empty_or_none_prediction_scores_zero(pred):
+    assert exact_match(pred, ["cat"]) == 0.0
+    assert token_f1(pred, ["cat"]) == 0.0
+    for kind, answers in [("single", ["cat"]), ("set", ["a", "b"]), ("yes_no", ["yes"])]:
+        assert score_answer(pred, FakeProbe("p", answers=answers, answer_type=kind)) == (0.0, 0.0)
+
+
+# ---------------------------------------------------------------- set answers
+
+
+@pytest.mark.parametrize(
+    "pred, expected",
+    [
+        ("Alice, Bob and Carol", ["alice", "bob", "carol"]),
+        ("Alice, Bob, and Carol", ["alice", "bob", "carol"]),
+        ("Alice and Bob", ["alice", "bob"]),
+        ("Alice; Bob", ["alice", "bob"]),
+        ("Alice\nBob\n", ["alice", "bob"]),
+        ("The Alice & the Bob.", ["alice", "bob"]),
+        ("Alice", ["alice"]),
+        ("Sandy Andrews and Randall", ["sandy andrews", "randall"]),  # "and" only as a word
+        ("", []),
+        (None, []),
+    ],
+)
+def test_split_items(pred, expected):
+    assert split_items(pred) == expected
+
+
+def test_split_items_keeps_known_items_with_separators_inside():
+    gold = ["Tom and Jerry", "Washington, D.C.", "Bob"]
+    assert split_items("Tom and Jerry, Washington, D.C. and Bob", keep=gold) == [
+        "tom and jerry",
+        "washington dc",
+        "bob",
+    ]
+    assert split_items("Tom and Jerry") == ["tom", "jerry"]  # without keep, "and" splits
+
+
+def test_set_exact_match_and_f1():
+    probe = FakeProbe("p", answers=["Alice", "Bob", "Carol"], answer_type="set")
+    assert score_answer("Alice, Bob and Carol", probe) == (1.0, 1.0)
+    assert score_answer("carol, the Bob, and ALICE.", probe) == (1.0, 1.0)  # order, case, articles
+    assert score_answer("Alice, Bob, Bob and Carol", probe) == (1.0, 1.0)  # repeats collapse
+    # partial: 2 of 3 gold, no wrong item: P = 1, R = 2/3 -> F1 = 0.8, EM 0
+    em, f1 = score_answer("Alice and Bob", probe)
+    assert (em, f1) == (0.0, pytest.approx(0.8))
+    # 2 right + 2 wrong: P = 2/4, R = 2/3 -> F1 = 2 * (1/2)(2/3) / (1/2 + 2/3) = 4/7
+    em, f1 = score_answer("Alice, Bob, Dave and Eve", probe)
+    assert (em, f1) == (0.0, pytest.approx(4 / 7))
+    assert score_answer("Dave", probe) == (0.0, 0.0)
+
+
+def test_set_answer_with_and_inside_gold_item():
+    probe = FakeProbe("p", answers=["Tom and Jerry", "Popeye"], answer_type="set")
+    assert score_answer("Popeye and Tom and Jerry", probe) == (1.0, 1.0)
+
+
+# ---------------------------------------------------------------- yes/no
+
+
+@pytest.mark.parametrize(
+    "pred, expected",
+    [
+        ("yes", "yes"),
+        ("Yes.", "yes"),
+        ("YES, because penguins swim", "yes"),
+        ("True", "yes"),
+        ("no", "no"),
+        ("No, it cannot.", "no"),
+        ("false", "no"),
+        ("Nope", None),
+        ("I think yes", None),  # only the first word counts
+        ("", None),
+        (None, None),
+    ],
+)
+def test_to_yes_no(pred, expected):
+    assert to_yes_no(pred) == expected
+
+
+def test_yes_no_accuracy():
+    probe = FakeProbe("p", answers=["no"], answer_type="yes_no")
+    assert score_answer("False.", probe) == (1.0, 1.0)
+    assert score_answer("Yes", probe) == (0.0, 0.0)
+    assert score_answer("maybe", probe) == (0.0, 0.0)
+    assert score_answer("True", FakeProbe("p", answers=["Yes"], answer_type="yes_no")) == (1.0, 1.0)
+
+
+def test_unknown_answer_type_raises():
+    with pytest.raises(ValueError, match="answer_type"):
+        score_answer("x", FakeProbe("p", answers=["x"], answer_type="multiple_choice"))
+
+
+# ---------------------------------------------------------------- probe rows
+
+
+def test_probe_row_counts_tokens_times_and_metadata():
+    probe = FakeProbe("p1", answers=["cat"], gold_doc_ids=["d1", "d2"], metadata={"hops": 2, "type": "comp"})
+    t = trace(
+        [
+            Step("s1", lm_calls=[call(0.5, 100, 100, 10)], retrievals=[ret(FIRST_HOP, ["d1"], 0.2)]),
+            Step(
+                "s2",
+                lm_calls=[call(0.25, 120, 20, 5), call(0.25, 130, 10, 6)],
+                retrievals=[ret("low_confidence", ["d3"], 0.3)],
+            ),
+            Step("s3", lm_calls=[call(0.5, 140, 10, 7)]),
+        ],
+        answer="The cat",
+        seconds=2.0,
+    )
+    row = probe_row(t, probe)
+    assert row["strategy"] == "s" and row["probe_id"] == "p1"
+    assert (row["em"], row["f1"]) == (1.0, 1.0)
+    assert row["answer"] == "The cat" and row["stop_reason"] == "answer" and row["error"] is None
+    assert (row["steps"], row["triggered_steps"], row["retrievals"], row["lm_calls"]) == (3, 1, 2, 4)
+    assert (row["prompt_tokens"], row["evaluated_tokens"], row["completion_tokens"]) == (490, 140, 28)
+    assert row["lm_s"] == pytest.approx(1.5)
+    assert row["retrieval_s"] == pytest.approx(0.5)
+    assert row["latency_s"] == 2.0
+    assert row["harness_s"] == pytest.approx(0.0)
+    assert row["recall"] == pytest.approx(0.5)  # d1 of {d1, d2}; d3 is not gold
+    assert row["meta_hops"] == 2 and row["meta_type"] == "comp"
+
+
+def test_harness_time_is_wall_minus_lm_minus_retrieval_floored_at_zero():
+    steps = [Step("s", lm_calls=[call(1.25)], retrievals=[ret(seconds=0.5)])]
+    row = probe_row(trace(steps, seconds=2.0), FakeProbe("p1", answers=["x"]))
+    assert row["harness_s"] == pytest.approx(0.25)
+    # timer granularity can make the parts exceed the wall time: never negative
+    row = probe_row(trace(steps, seconds=1.5), FakeProbe("p1", answers=["x"]))
+    assert row["harness_s"] == 0.0
+
+
+def test_recall_over_union_of_all_retrievals():
+    probe = FakeProbe("p1", answers=["x"], gold_doc_ids=["a", "b", "c"])
+    steps = [
+        Step("s1", retrievals=[ret(FIRST_HOP, ["a", "z"])]),
+        Step("s2", retrievals=[ret("low_confidence", ["b", "a"])]),
+        Step("s3", retrievals=[ret("low_confidence", ["y"])]),
+    ]
+    assert probe_row(trace(steps), probe)["recall"] == pytest.approx(2 / 3)
+    # gold exists but nothing retrieved -> 0; no gold docs -> None
+    assert probe_row(trace([Step("s")]), probe)["recall"] == 0.0
+    assert probe_row(trace(steps), FakeProbe("p1", answers=["x"]))["recall"] is None
+
+
+def test_error_scores_zero_even_with_a_correct_answer():
+    t = trace([Step("s")], answer="cat", error="TimeoutError: boom", stop_reason="error")
+    row = probe_row(t, FakeProbe("p1", answers=["cat"]))
+    assert (row["em"], row["f1"]) == (0.0, 0.0)
+    assert row["error"] == "TimeoutError: boom"
+
+
+def test_probe_row_rejects_mismatched_probe():
+    with pytest.raises(ValueError, match="p2"):
+        probe_row(trace([], probe_id="p1"), FakeProbe("p2", answers=["x"]))
+
+
+def test_probe_row_with_real_probe_model():
+    model = pytest.importorskip("probes.model")
+    probe = model.Probe(
+        id="p1",
+        question="Who?",
+        answers=["Kate Elizabeth Brown"],
+        answer_type="single",
+        gold_doc_ids=["d1"],
+        metadata={"hops": 1},
+    )
+    row = probe_row(trace([Step("s", retrievals=[ret(FIRST_HOP, ["d1"])])], answer="Kate Brown"), probe)
+    assert row["f1"] == pytest.approx(0.8) and row["recall"] == 1.0 and row["meta_hops"] == 1
+
+
+# ---------------------------------------------------------------- summary
+
+
+def _rows(pairs):
+    return pd.DataFrame([probe_row(t, p) for t, p in pairs])
+
+
+def test_summary_column_order_exact():
+    rows = _rows([(trace([Step("s")]), FakeProbe("p1", answers=["x"]))])
+    assert list(summarize(rows).columns) == SUMMARY_COLUMNS
+    assert SUMMARY_COLUMNS == [
+        "strategy", "n", "errors", "em", "f1", "recall", "retrieval_rate", "retrievals_per_q",
+        "lm_calls_per_q", "prompt_tokens_per_q", "evaluated_tokens_per_q", "completion_tokens_per_q",
+        "latency_p50_s", "latency_p95_s", "lm_s_per_q", "retrieval_s_per_q", "harness_s_per_q",
+        "harness_share",
+    ]  # fmt: skip
+    assert set(COLUMN_DOCS) == set(SUMMARY_COLUMNS)
+    assert all(isinstance(v, str) and v for v in COLUMN_DOCS.values())
+
+
+def test_retrieval_rate_excludes_first_hop():
+    probe = FakeProbe("p1", answers=["x"])
+    # single_time-like: one step whose only retrieval is the first hop
+    single = trace([Step("answer", lm_calls=[call()], retrievals=[ret(FIRST_HOP)])], strategy="single_time")
+    # FLARE-like: 4 steps, first hop at step 1, low-confidence retrievals at steps 2 and 4
+    flare = trace(
+        [
+            Step("s1", retrievals=[ret(FIRST_HOP)]),
+            Step("s2", retrievals=[ret("low_confidence")]),
+            Step("s3"),
+            Step("s4", retrievals=[ret("low_confidence")]),
+        ],
+        strategy="flare_direct",
+    )
+    # every step triggered, first hop alongside step 1's mid-generation retrieval
+    every = trace(
+        [
+            Step("s1", retrievals=[ret(FIRST_HOP), ret("low_confidence")]),
+            Step("s2", retrievals=[ret("low_confidence")]),
+        ],
+        strategy="flare_direct:theta=1",
+    )
+    none = trace([], strategy="no_retrieval")  # no steps at all: rate 0, not a division error
+    rows = _rows([(single, probe), (flare, probe), (every, probe), (none, probe)])
+    s = summarize(rows).set_index("strategy")
+    assert s.loc["single_time", "retrieval_rate"] == 0.0
+    assert s.loc["single_time", "retrievals_per_q"] == 1.0
+    assert s.loc["flare_direct", "retrieval_rate"] == 0.5
+    assert s.loc["flare_direct", "retrievals_per_q"] == 3.0
+    assert s.loc["flare_direct:theta=1", "retrieval_rate"] == 1.0
+    assert s.loc["flare_direct:theta=1", "retrievals_per_q"] == 3.0
+    assert s.loc["no_retrieval", "retrieval_rate"] == 0.0
+
+
+def test_retrieval_rate_is_ratio_of_sums_over_probes():
+    probe = FakeProbe("p1", answers=["x"])
+    a = trace([Step("s1", retrievals=[ret()])])  # 1 of 1
+    b = trace([Step("s1"), Step("s2"), Step("s3")], probe_id="p2")  # 0 of 3
+    rows = _rows([(a, probe), (b, FakeProbe("p2", answers=["x"]))])
+    assert summarize(rows)["retrieval_rate"].iloc[0] == pytest.approx(0.25)  # not mean(1, 0) = 0.5
+
+
+def _latency_rows(lat):
+    ids = [f"p{i}" for i in range(len(lat))]
+    return _rows([(trace([], probe_id=i, seconds=x), FakeProbe(i, answers=["x"])) for i, x in zip(ids, lat)])
+
+
+def test_latency_percentiles_linear_interpolation():
+    lat = [1.0, 2.0, 3.0, 4.0, 10.0]
+    s = summarize(_latency_rows(lat)).iloc[0]
+    assert s["latency_p50_s"] == pytest.approx(3.0)
+    # rank 0.95 * 4 = 3.8 -> 4 + 0.8 * (10 - 4) = 8.8
+    assert s["latency_p95_s"] == pytest.approx(8.8)
+    assert s["latency_p95_s"] == pytest.approx(np.percentile(lat, 95))
+    lat = [1.0, 2.0, 3.0, 4.0]
+    s = summarize(_latency_rows(lat)).iloc[0]
+    assert s["latency_p50_s"] == pytest.approx(2.5)
+    assert s["latency_p95_s"] == pytest.approx(3.85)  # 3 + 0.85 * (4 - 3)
+
+
+def test_summary_times_tokens_and_harness_share():
+    p = [FakeProbe("p1", answers=["x"]), FakeProbe("p2", answers=["x"])]
+    t1 = trace([Step("s", lm_calls=[call(1.0, 100, 50, 10)], retrievals=[ret(seconds=0.5)])], seconds=2.0)
+    t2 = trace([Step("s", lm_calls=[call(2.0, 300, 150, 30), call(1.0, 0, 0, 0)])], probe_id="p2", seconds=4)
+    s = summarize(_rows([(t1, p[0]), (t2, p[1])])).iloc[0]
+    assert s["n"] == 2 and s["errors"] == 0
+    assert s["lm_calls_per_q"] == 1.5
+    assert s["retrievals_per_q"] == 0.5
+    assert s["prompt_tokens_per_q"] == 200
+    assert s["evaluated_tokens_per_q"] == 100
+    assert s["completion_tokens_per_q"] == 20
+    assert s["lm_s_per_q"] == pytest.approx(2.0)
+    assert s["retrieval_s_per_q"] == pytest.approx(0.25)
+    # harness: probe 1 = 2 - 1 - 0.5 = 0.5, probe 2 = 4 - 3 = 1.0
+    assert s["harness_s_per_q"] == pytest.approx(0.75)
+    assert s["harness_share"] == pytest.approx(1.5 / 6.0)
+
+
+def test_errors_counted_and_scored_zero():
+    probe = FakeProbe("p1", answers=["cat"])
+    ok = trace([Step("s")], answer="cat")
+    bad = trace([Step("s")], answer="cat", probe_id="p2", error="RuntimeError: x", stop_reason="error")
+    rows = _rows([(ok, probe), (bad, FakeProbe("p2", answers=["cat"]))])
+    s = summarize(rows).iloc[0]
+    assert s["n"] == 2 and s["errors"] == 1
+    assert s["em"] == 0.5 and s["f1"] == 0.5
+    # even if a row carries a score (edited / reloaded rows), an error counts as 0
+    rows.loc[1, "em"] = 1.0
+    assert summarize(rows).iloc[0]["em"] == 0.5
+
+
+def test_summary_scores_mean_and_recall_skips_probes_without_gold():
+    pairs = [
+        (trace([Step("s", retrievals=[ret(FIRST_HOP, ["a"])])], answer="Kate Brown"),
+         FakeProbe("p1", answers=["Kate Elizabeth Brown"], gold_doc_ids=["a", "b"])),
+        (trace([Step("s")], answer="cat", probe_id="p2"),
+         FakeProbe("p2", answers=["cat"], gold_doc_ids=["c"])),
+        (trace([Step("s")], answer="dog", probe_id="p3"), FakeProbe("p3", answers=["cat"])),
+    ]  # fmt: skip
+    s = summarize(_rows(pairs)).iloc[0]
+    assert s["em"] == pytest.approx(1 / 3)
+    assert s["f1"] == pytest.approx((0.8 + 1.0 + 0.0) / 3)
+    assert s["recall"] == pytest.approx((0.5 + 0.0) / 2)  # p3 has no gold docs: left out
+    no_gold = summarize(_rows(pairs[2:])).iloc[0]
+    assert math.isnan(no_gold["recall"])
+
+
+def test_summary_order():
+    probe = FakeProbe("p1", answers=["x"])
+    rows = _rows([(trace([], strategy=name), probe) for name in ["b", "a", "c"]])
+    assert list(summarize(rows)["strategy"]) == ["b", "a", "c"]  # first appearance
+    assert list(summarize(rows, order=["c", "a", "b"])["strategy"]) == ["c", "a", "b"]
+    # names without rows are skipped; strategies missing from order are kept, after the listed ones
+    assert list(summarize(rows, order=["zzz", "c"])["strategy"]) == ["c", "b", "a"]
+
+
+def test_summary_survives_csv_round_trip(tmp_path):
+    # rows reloaded from disk (None -> NaN) give the same summary
+    pairs = [
+        (trace([Step("s", retrievals=[ret(FIRST_HOP, ["a"])])], answer="x"),
+         FakeProbe("p1", answers=["x"], gold_doc_ids=["a"])),
+        (trace([Step("s")], probe_id="p2", error="boom"), FakeProbe("p2", answers=["x"])),
+    ]  # fmt: skip
+    rows = _rows(pairs)
+    rows.to_csv(tmp_path / "rows.csv", index=False)
+    again = pd.read_csv(tmp_path / "rows.csv")
+    pd.testing.assert_frame_equal(summarize(rows), summarize(again))
+
+
+def test_summary_of_no_rows_is_empty_with_columns():
+    one = probe_row(trace([]), FakeProbe("p1", answers=["x"]))
+    empty = pd.DataFrame(columns=list(one))
+    out = summarize(empty)
+    assert out.empty and list(out.columns) == SUMMARY_COLUMNS
+
+
+def test_summary_requires_row_columns():
+    with pytest.raises(KeyError, match="latency_s"):
+        summarize(pd.DataFrame({"strategy": ["a"], "em": [1.0]}))

@@ -1,0 +1,65 @@
+"""`pytest bench ...` and `flarebench`/`python -m bench` as a user runs them, in subprocesses."""
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+def sh(*args, env_cache=None):
+    return subprocess.run([sys.executable, *args], cwd=ROOT, capture_output=True, text=True, timeout=600)
+
+
+@pytest.mark.model
+def test_pytest_bench_runs_resumes_and_refuses(tmp_path):
+    run_dir = tmp_path / "run"
+    args = ["-m", "pytest", "bench", "-p", "no:cacheprovider", "--strategy", "no_retrieval", "--strategy",
+            "single_time:k=2", "--limit", "2", "--report-dir", str(run_dir)]
+    first = sh(*args)
+    assert first.returncode == 0, first.stdout + first.stderr
+    assert "2 passed" in first.stdout
+    assert "| single_time:k=2 |" in first.stdout and f"run folder: {run_dir}" in first.stdout
+    assert "no_retrieval: 100%" in first.stderr + first.stdout  # progress bar shown live
+    traces = (run_dir / "traces.jsonl").read_text().splitlines()
+    assert len(traces) == 4
+    assert json.loads((run_dir / "run.json").read_text())["status"] == "complete"
+
+    again = sh(*args)  # same configuration: resumed, nothing run twice
+    assert again.returncode == 0, again.stdout + again.stderr
+    assert (run_dir / "traces.jsonl").read_text().splitlines() == traces
+
+    other = sh(*args[:-4], "--limit", "2", "--report-dir", str(run_dir), "--strategy", "single_time:k=4")
+    assert other.returncode != 0
+    assert "different configuration: strategies" in other.stdout + other.stderr
+    assert "Traceback" not in other.stdout + other.stderr
+
+    score = sh("-m", "bench", "score", str(run_dir))
+    assert score.returncode == 0, score.stderr
+    assert "single_time:k=2" in score.stdout
+
+
+def test_unknown_strategy_is_a_usage_error():
+    out = sh("-m", "pytest", "bench", "-p", "no:cacheprovider", "--strategy", "flair", "--limit", "1")
+    assert out.returncode == 4
+    assert "unknown strategy 'flair'; known: no_retrieval, single_time" in out.stdout + out.stderr
+    assert "Traceback" not in out.stdout + out.stderr
+
+
+def test_options_are_the_same_in_pytest_and_the_console_script():
+    from bench.cli import build_parser
+    from bench.options import RUN_OPTIONS
+
+    helptext = sh("-m", "pytest", "--help").stdout
+    run_help = build_parser()._subparsers._group_actions[0].choices["run"].format_help()
+    for opt in RUN_OPTIONS:
+        assert opt.flag in helptext and opt.flag in run_help
+
+
+def test_score_of_a_missing_run_is_one_line(tmp_path):
+    out = sh("-m", "bench", "score", str(tmp_path / "none"))
+    assert out.returncode == 2
+    assert out.stderr.strip() == f"flarebench: {tmp_path / 'none' / 'run.json'}: not found; RUN_DIR must be a run folder"

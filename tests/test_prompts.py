@@ -1,0 +1,49 @@
+"""Prompt layout, final-answer extraction and sentence splitting."""
+
+import pytest
+
+from strategies.prompts import EXEMPLARS, PromptTemplate, extract_answer
+from strategies.records import Passage
+from strategies.sentences import first_sentence, split_sentences
+
+
+def test_layout_static_then_docs_then_question_then_answer_so_far():
+    t = PromptTemplate(open_book=True)
+    p = t.build("Who is X?", [Passage("a", "Doc A", "text a"), Passage("b", "Doc B", "text  b\nmore")], " So far.")
+    assert p.static == t.static  # identical across calls, so it can be evaluated once
+    assert p.dynamic == "Documents:\n[1] Doc A: text a\n[2] Doc B: text b more\nQuestion: Who is X?\nAnswer: So far."
+    assert p.text.index(EXEMPLARS[-1].answer) < p.text.index("[1] Doc A")
+
+
+def test_closed_book_has_no_documents():
+    t = PromptTemplate(open_book=False)
+    assert "Documents:" not in t.build("Q?").text
+    assert all(ex.question in t.static and ex.answer in t.static for ex in EXEMPLARS)
+
+
+@pytest.mark.parametrize(
+    "output, answer",
+    [
+        ("A is B. So the answer is Rosa Tull.", "Rosa Tull"),
+        ("So the answer is: 2", "2"),
+        ("the answer is nurse, actor.\nQuestion: next", "nurse, actor"),
+        ("So the answer is 0204-03-12.", "0204-03-12"),
+        ("No statement here.", None),
+        ("So the answer is .", None),
+    ],
+)
+def test_extract_answer(output, answer):
+    assert extract_answer(output) == answer
+
+
+@pytest.mark.parametrize(
+    "text",
+    ["The mother of Ann is Bo. Bo is a nurse. So the answer is nurse.", "  Dr. Smith is 3.5 m tall!  Next one", "", "no end"],
+)
+def test_split_sentences_is_lossless(text):
+    assert "".join(split_sentences(text)) == text
+
+
+def test_split_sentences_cuts_at_boundaries():
+    assert split_sentences("Ann is a nurse. Dr. Who is here! Next") == ["Ann is a nurse. ", "Dr. Who is here! ", "Next"]
+    assert first_sentence(" The date is 0204-03-12. So the answer is 0204-03-12.") == " The date is 0204-03-12. "

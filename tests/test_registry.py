@@ -1,0 +1,67 @@
+"""The strategy registry and spec parsing."""
+
+import dataclasses
+
+import pytest
+
+from strategies import expand, get, names, parse_spec, register
+from strategies.base import Strategy
+from strategies.registry import SpecError
+
+
+def test_builtin_strategies_are_registered():
+    assert {"no_retrieval", "single_time"} <= set(names())
+    assert get("single_time").name == "single_time"
+
+
+def test_unknown_name_lists_known_names():
+    with pytest.raises(SpecError) as e:
+        get("flair")
+    assert "unknown strategy 'flair'" in str(e.value)
+    for name in names():
+        assert name in str(e.value)
+
+
+def test_spec_parameters_are_typed_and_validated():
+    s = parse_spec("single_time:k=5,max_tokens=64")
+    assert (s.k, s.max_tokens) == (5, 64)
+    assert s.params() == {"k": 5, "max_tokens": 64}
+    with pytest.raises(SpecError, match="k must be int, got 'x'"):
+        parse_spec("single_time:k=x")
+    with pytest.raises(SpecError, match="k must be >= 1"):
+        parse_spec("single_time:k=0")
+    with pytest.raises(SpecError, match="no parameter 'kk'; parameters: k, max_tokens"):
+        parse_spec("single_time:kk=3")
+    with pytest.raises(SpecError, match="expected key=value"):
+        parse_spec("single_time:k")
+    with pytest.raises(SpecError, match="given twice"):
+        parse_spec("single_time:k=1,k=2")
+
+
+def test_expand_all_and_default():
+    assert expand(None) == names()
+    assert expand(["all"]) == names()
+    assert expand(["single_time", "single_time:k=5", "single_time"]) == ["single_time", "single_time:k=5"]
+
+
+def test_register_decorator_and_conversions():
+    from typing import Literal
+
+    @register("_test_toy")
+    @dataclasses.dataclass
+    class Toy(Strategy):
+        theta: float = 0.8
+        on: bool = True
+        mode: Literal["a", "b"] = "a"
+        cap: int | None = None
+
+        def run(self, question, lm, retriever):  # pragma: no cover - never run
+            raise NotImplementedError
+
+    t = parse_spec("_test_toy:theta=0.25,on=off,mode=b,cap=none")
+    assert (t.theta, t.on, t.mode, t.cap) == (0.25, False, "b", None)
+    assert parse_spec("_test_toy:cap=4").cap == 4
+    with pytest.raises(SpecError, match="mode must be one of a, b"):
+        parse_spec("_test_toy:mode=c")
+    with pytest.raises(ValueError, match="registered twice"):
+        register("_test_toy")(type("Other", (Toy,), {}))
