@@ -67,8 +67,11 @@ def _score(args: argparse.Namespace) -> int:
     except ProbeError as e:
         raise UserError(f"{run_json}: probes.source: {str(e).splitlines()[0]}") from None
     if probe_set.hash != probes_cfg["hash"]:
-        print(f"flarebench: warning: probe set {probe_set.path} changed since the run; scoring against its current answers",
-              file=sys.stderr)
+        print(
+            f"flarebench: warning: probe set {probe_set.path} changed since the run; "
+            "scoring against its current answers",
+            file=sys.stderr,
+        )
     try:
         traces = TraceLog(run_dir / TRACES).read()
     except (ValueError, KeyError, TypeError) as e:
@@ -82,13 +85,19 @@ def _score(args: argparse.Namespace) -> int:
 def build_parser() -> argparse.ArgumentParser:
     ap = argparse.ArgumentParser(prog="flarebench", description=__doc__.split("\n\n")[0])
     sub = ap.add_subparsers(dest="command", required=True)
-    run = sub.add_parser("run", help="run strategies on a probe set and write a run folder",
-                         description="Run strategies on a probe set; the options are those of `pytest bench`.")
+    run = sub.add_parser(
+        "run",
+        help="run strategies on a probe set and write a run folder",
+        description="Run strategies on a probe set; the options are those of `pytest bench`.",
+    )
     for opt in RUN_OPTIONS:
         run.add_argument(opt.flag, **opt.argparse_kwargs())
     run.set_defaults(func=_run)
-    score = sub.add_parser("score", help="recompute a run's metrics from its traces.jsonl",
-                           description="Recompute summary.csv and summary.md of RUN_DIR from traces.jsonl, without generating.")
+    score = sub.add_parser(
+        "score",
+        help="recompute a run's metrics from its traces.jsonl",
+        description="Recompute summary.csv and summary.md of RUN_DIR from traces.jsonl, without generating.",
+    )
     score.add_argument("run_dir", metavar="RUN_DIR")
     score.set_defaults(func=_score)
     return ap

@@ -36,16 +36,34 @@ class Option:
 
 
 RUN_OPTIONS: tuple[Option, ...] = (
-    Option("--strategy", "strategy spec: NAME or NAME:key=value,...; repeat for several; 'all' = every "
-           "registered strategy with default parameters (default: all)", repeatable=True, metavar="SPEC"),
-    Option("--probes", "probe set: a shipped name (see `python -m probes list`) or a folder in the probe "
-           "format (default: phantomwiki)", default="phantomwiki", metavar="NAME|PATH"),
+    Option(
+        "--strategy",
+        "strategy spec: NAME or NAME:key=value,...; repeat for several; 'all' = every "
+        "registered strategy with default parameters (default: all)",
+        repeatable=True,
+        metavar="SPEC",
+    ),
+    Option(
+        "--probes",
+        "probe set: a shipped name (see `python -m probes list`) or a folder in the probe "
+        "format (default: phantomwiki)",
+        default="phantomwiki",
+        metavar="NAME|PATH",
+    ),
     Option("--limit", "run only the first N probes of the set", type=int, metavar="N"),
-    Option("--lm", "LM backend: llamacpp:smollm2 (bundled), llamacpp:gemma3-270m, or llamacpp:PATH.gguf "
-           "(default: llamacpp:smollm2)", default="llamacpp:smollm2", metavar="SPEC"),
+    Option(
+        "--lm",
+        "LM backend: llamacpp:smollm2 (bundled), llamacpp:gemma3-270m, or llamacpp:PATH.gguf "
+        "(default: llamacpp:smollm2)",
+        default="llamacpp:smollm2",
+        metavar="SPEC",
+    ),
     Option("--retriever", "retriever backend: bm25s (default)", default="bm25s", metavar="SPEC"),
-    Option("--report-dir", "the run folder (summary.csv, summary.md, run.json, traces.jsonl); a folder "
-           "holding a run of the same configuration is resumed (default: reports/<UTC time>-<config hash>/)",
-           metavar="DIR"),
+    Option(
+        "--report-dir",
+        "the run folder (summary.csv, summary.md, run.json, traces.jsonl); a folder "
+        "holding a run of the same configuration is resumed (default: reports/<UTC time>-<config hash>/)",
+        metavar="DIR",
+    ),
     Option("--overwrite", "replace a run folder that holds a run of a different configuration", is_switch=True),
 )

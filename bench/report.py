@@ -44,7 +44,8 @@ def write_summary(run_dir: Path, summary: pd.DataFrame, config: dict) -> None:
     defs = "\n".join(f"- `{c}`: {COLUMN_DOCS[c]}" for c in summary.columns if c in COLUMN_DOCS)
     md = (
         f"# flarebench run {run_dir.name}\n\n"
-        f"Probe set `{config['probes']['name']}`, LM `{config['lm']['name']}`, retriever `{config['retriever']['name']}`.\n\n"
+        f"Probe set `{config['probes']['name']}`, LM `{config['lm']['name']}`, "
+        f"retriever `{config['retriever']['name']}`.\n\n"
         f"{format_table(summary)}\n\n## Columns\n\n{defs}\n\n"
         f"## Configuration\n\n```json\n{json.dumps(config, indent=2)}\n```\n"
     )

@@ -7,8 +7,8 @@ import json
 import os
 import time
 import traceback
+from collections.abc import Callable, Iterable, Iterator
 from pathlib import Path
-from typing import Callable, Iterable, Iterator
 
 from strategies.base import Strategy
 from strategies.lm import LM
@@ -75,8 +75,13 @@ def run_probe(spec: str, strategy: Strategy, probe, lm: LM, retriever: Retriever
         raise
     except Exception as e:  # a strategy or backend failure is this probe's result, recorded
         last = traceback.extract_tb(e.__traceback__)[-1]
-        trace = Trace(question=probe.question, output="", answer=None, stop_reason="error",
-                      error=f"{type(e).__name__}: {e} ({Path(last.filename).name}:{last.lineno})")
+        trace = Trace(
+            question=probe.question,
+            output="",
+            answer=None,
+            stop_reason="error",
+            error=f"{type(e).__name__}: {e} ({Path(last.filename).name}:{last.lineno})",
+        )
     trace.seconds = time.perf_counter() - start
     trace.probe_id = probe.id
     trace.strategy = spec

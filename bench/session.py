@@ -24,9 +24,8 @@ from bench.report import format_table, summary_frame, write_atomic, write_summar
 from bench.runner import TRACES, TraceLog, run_strategy
 from probes.load import SHIPPED_DIR, ProbeError, load_probe_set
 from strategies.backends import make_lm, make_retriever
-from strategies.prompts import PromptTemplate
-from strategies.registry import expand, parse_spec
 from strategies.records import Trace
+from strategies.registry import expand, parse_spec
 
 RUN_JSON = "run.json"
 
@@ -99,7 +98,7 @@ class BenchSession:
 
     def _config(self) -> dict[str, Any]:
         """Everything that determines the answers: compared on resume, hashed into the folder name."""
-        prompts = [PromptTemplate(open_book=b).static for b in (True, False)]
+        prompts = sorted({p for s in self.strategies.values() for p in s.static_prompts()})
         return {
             "probes": {"name": self.probe_set.name, "source": self._probe_source(), "hash": self.probe_set.hash},
             "lm": self.lm_backend.describe(),
@@ -122,18 +121,22 @@ class BenchSession:
         if self.report_dir:
             run_dir = Path(self.report_dir)
         else:
-            stamp = dt.datetime.now(dt.timezone.utc).strftime("%Y%m%dT%H%M%SZ")
+            stamp = dt.datetime.now(dt.UTC).strftime("%Y%m%dT%H%M%SZ")
             run_dir = Path("reports") / f"{stamp}-{self.config_hash}"
         run_json = run_dir / RUN_JSON
         if run_json.exists():
             try:
                 old = json.loads(run_json.read_text(encoding="utf-8"))["config"]
             except (ValueError, KeyError) as e:
-                raise ConfigError(f"{run_json}: not a flarebench run.json ({e}); use --overwrite to replace it") from None
+                raise ConfigError(
+                    f"{run_json}: not a flarebench run.json ({e}); use --overwrite to replace it"
+                ) from None
             diff = first_difference(old, self.config)
             if diff and not self.overwrite:
-                raise ConfigError(f"{run_dir} holds a run of a different configuration: {diff}; "
-                                  "use --overwrite to replace it or another --report-dir")
+                raise ConfigError(
+                    f"{run_dir} holds a run of a different configuration: {diff}; "
+                    "use --overwrite to replace it or another --report-dir"
+                )
             if diff:
                 shutil.rmtree(run_dir)
         elif run_dir.exists() and any(run_dir.iterdir()) and not self.overwrite:
@@ -149,7 +152,7 @@ class BenchSession:
             "flarebench_run": 1,
             "config_hash": self.config_hash,
             "status": status,
-            "created_utc": dt.datetime.fromtimestamp(self.started, dt.timezone.utc).isoformat(),
+            "created_utc": dt.datetime.fromtimestamp(self.started, dt.UTC).isoformat(),
             "limit": self.limit,
             "probes_run": len(self.selected),
             "config": self.config,
@@ -163,9 +166,18 @@ class BenchSession:
         progress bar; returns this spec's traces, resumed ones included."""
         done = {t.probe_id: t for t in self.log.read() if t.strategy == spec}
         todo = [p for p in self.selected if p.id not in done]
-        with tqdm(total=len(self.selected), initial=len(self.selected) - len(todo), desc=spec, unit="probe",
-                  disable=not self.progress, file=sys.stderr, dynamic_ncols=True) as bar:
-            for trace in run_strategy(spec, self.strategies[spec], todo, self.lm_backend, self.retriever_backend, self.log):
+        with tqdm(
+            total=len(self.selected),
+            initial=len(self.selected) - len(todo),
+            desc=spec,
+            unit="probe",
+            disable=not self.progress,
+            file=sys.stderr,
+            dynamic_ncols=True,
+        ) as bar:
+            for trace in run_strategy(
+                spec, self.strategies[spec], todo, self.lm_backend, self.retriever_backend, self.log
+            ):
                 done[trace.probe_id] = trace
                 bar.update()
         traces = [done[p.id] for p in self.selected if p.id in done]

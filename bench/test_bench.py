@@ -9,4 +9,6 @@ def test_strategy(spec, run_spec):
     traces = run_spec(spec)
     assert traces, f"{spec}: no probe was run"
     errors = [t for t in traces if t.error]
-    assert not errors, f"{spec}: {len(errors)} of {len(traces)} probes failed; first: {errors[0].probe_id}: {errors[0].error}"
+    assert not errors, (
+        f"{spec}: {len(errors)} of {len(traces)} probes failed; first: {errors[0].probe_id}: {errors[0].error}"
+    )

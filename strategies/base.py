@@ -7,8 +7,8 @@ from abc import ABC, abstractmethod
 from typing import Any, ClassVar
 
 from strategies.lm import LM
-from strategies.prompts import extract_answer
-from strategies.records import Passage, Retrieval, Step, Trace
+from strategies.prompts import OPEN_BOOK, extract_answer
+from strategies.records import FIRST_HOP, Passage, Retrieval, Step, Trace
 from strategies.retriever import Retriever
 
 
@@ -40,6 +40,10 @@ class Strategy(ABC):
         if self.max_tokens < 1:
             raise ValueError(f"max_tokens must be >= 1, got {self.max_tokens}")
 
+    def static_prompts(self) -> tuple[str, ...]:
+        """The static prompt prefixes this strategy sends (hashed into the run's configuration)."""
+        return (OPEN_BOOK.static,)
+
     def params(self) -> dict[str, Any]:
         """The parameters as recorded in run.json."""
         return dataclasses.asdict(self)
@@ -69,4 +73,17 @@ def finish(question: str, steps: list[Step], capped: str | None = None) -> Trace
 def retrieve(retriever: Retriever, query: str, k: int, reason: str, **detail: Any) -> tuple[list[Passage], Retrieval]:
     """Search and record the retrieval with the reason it fired."""
     passages, seconds = retriever.search(query, k)
-    return passages, Retrieval(query=query, reason=reason, doc_ids=[p.id for p in passages], seconds=seconds, detail=detail)
+    return passages, Retrieval(
+        query=query, reason=reason, doc_ids=[p.id for p in passages], seconds=seconds, detail=detail
+    )
+
+
+def first_hop(
+    retriever: Retriever, question: str, k: int, enabled: bool = True
+) -> tuple[list[Passage], list[Retrieval]]:
+    """The retrieval with the question before generating: its documents and its record (nothing
+    when ``enabled`` is off)."""
+    if not enabled:
+        return [], []
+    docs, record = retrieve(retriever, question, k, FIRST_HOP)
+    return docs, [record]

@@ -46,7 +46,9 @@ class BM25Retriever(Retriever):
         return h.hexdigest()
 
     def _tokenize(self, texts: list[str], return_ids: bool):
-        return bm25s.tokenize(texts, stopwords=STOPWORDS, stemmer=self._stemmer, return_ids=return_ids, show_progress=False)
+        return bm25s.tokenize(
+            texts, stopwords=STOPWORDS, stemmer=self._stemmer, return_ids=return_ids, show_progress=False
+        )
 
     def _load_or_build(self) -> bm25s.BM25:
         if (self.index_dir / "params.index.json").exists():
@@ -79,5 +81,12 @@ class BM25Retriever(Retriever):
         return hits
 
     def describe(self) -> dict:
-        return {"name": self.name, "params": PARAMS, "stopwords": STOPWORDS, "stemmer": "porter (PyStemmer)",
-                "bm25s": bm25s.__version__, "corpus_docs": len(self.passages), "corpus_hash": self.corpus_hash}
+        return {
+            "name": self.name,
+            "params": PARAMS,
+            "stopwords": STOPWORDS,
+            "stemmer": "porter (PyStemmer)",
+            "bm25s": bm25s.__version__,
+            "corpus_docs": len(self.passages),
+            "corpus_hash": self.corpus_hash,
+        }

@@ -14,7 +14,6 @@ from __future__ import annotations
 
 import ctypes
 import hashlib
-import os
 from pathlib import Path
 
 import llama_cpp
@@ -22,6 +21,7 @@ import numpy as np
 
 from strategies.lm import LM, GenerationRequest, LMError
 from strategies.records import LMCall
+from strategies.sentences import split_sentences
 
 # Fixed so that logits (and so answers) do not depend on the machine's core count or on how a
 # prompt happens to be split into batches.
@@ -50,8 +50,15 @@ class LlamaCppLM(LM):
             raise LMError(f"model file not found: {self.model_path}")
         self.name = name or f"llamacpp:{self.model_path}"
         self._llm = llama_cpp.Llama(
-            model_path=str(self.model_path), n_ctx=n_ctx, n_batch=N_BATCH, n_ubatch=N_BATCH,
-            n_threads=N_THREADS, n_threads_batch=N_THREADS, seed=0, verbose=False, logits_all=False,
+            model_path=str(self.model_path),
+            n_ctx=n_ctx,
+            n_batch=N_BATCH,
+            n_ubatch=N_BATCH,
+            n_threads=N_THREADS,
+            n_threads_batch=N_THREADS,
+            seed=0,
+            verbose=False,
+            logits_all=False,
         )
         self._ctx = self._llm._ctx.ctx
         self._n_vocab = self._llm.n_vocab()
@@ -60,6 +67,8 @@ class LlamaCppLM(LM):
         self._prefix_ids: dict[str, list[int]] = {}
         self._snapshots: dict[str, bytes] = {}
         self._loaded: str | None = None  # the static prefix whose KV is in the cache now
+        self._last_dyn: list[int] = []  # the last call's dynamic prompt tokens
+        self._kv_dyn: list[int] = []  # tokens in the KV cache after the static prefix
         self._piece_cache: dict[int, bytes] = {}
 
     # -- prefix handling -------------------------------------------------------------------------
@@ -73,8 +82,8 @@ class LlamaCppLM(LM):
         if ids is None:
             ids = self._prefix_ids[static] = self._tokenize(static, bos=True)
         if self._loaded == static:
-            self._llm.n_tokens = len(ids)  # eval() cuts the KV cache back to n_tokens
             return 0
+        self._last_dyn, self._kv_dyn = [], []
         snap = self._snapshots.get(static)
         if snap is not None:
             buf = (ctypes.c_uint8 * len(snap)).from_buffer_copy(snap)
@@ -93,9 +102,28 @@ class LlamaCppLM(LM):
         self._loaded = static
         return len(ids)
 
+    def _reusable(self, dyn: list[int]) -> int:
+        """How many tokens of ``dyn`` can be kept from the KV cache beyond the static prefix.
+
+        Only when this prompt extends the previous call's whole prompt (the next step of the same
+        answer, as when FLARE accepts a sentence and drafts the next): then the cache holds that
+        prompt and the tokens generated after it. A prompt of another probe never extends it, so
+        each probe's calls evaluate the same tokens from the same state wherever the run starts.
+        """
+        if not self._last_dyn or dyn[: len(self._last_dyn)] != self._last_dyn:
+            return 0
+        common = 0
+        for a, b in zip(dyn, self._kv_dyn):
+            if a != b:
+                break
+            common += 1
+        return min(common, len(dyn) - 1)  # evaluate at least one token to get fresh logits
+
     def _eval(self, ids: list[int]) -> None:
         if self._llm.n_tokens + len(ids) > self._llm.n_ctx():
-            raise LMError(f"prompt of {self._llm.n_tokens + len(ids)} tokens exceeds the context of {self._llm.n_ctx()}")
+            raise LMError(
+                f"prompt of {self._llm.n_tokens + len(ids)} tokens exceeds the context of {self._llm.n_ctx()}"
+            )
         self._llm.eval(ids)
 
     # -- decoding ----------------------------------------------------------------------------------
@@ -120,11 +148,18 @@ class LlamaCppLM(LM):
         return vec
 
     def _complete(self, request: GenerationRequest) -> LMCall:
+        static_in_cache = self._loaded == request.prompt.static
         evaluated = self._use_prefix(request.prompt.static)
         prefix_len = len(self._prefix_ids[request.prompt.static])
         dyn = self._tokenize(request.prompt.dynamic, bos=False)
-        self._eval(dyn)
-        evaluated += len(dyn)
+        if not dyn:
+            raise LMError("the prompt's dynamic part is empty: there is nothing to continue from")
+        keep = self._reusable(dyn) if static_in_cache else 0
+        self._last_dyn, self._kv_dyn = [], []  # unknown until this evaluation succeeds
+        self._llm.n_tokens = prefix_len + keep  # eval() cuts the KV cache back to n_tokens
+        self._eval(dyn[keep:])
+        evaluated += len(dyn) - keep
+        self._last_dyn, self._kv_dyn = dyn, list(dyn)
         bias = self._bias_vector(request.logit_bias)
         out = bytearray()
         ends: list[int] = []  # byte offset where each generated token's text ends
@@ -149,9 +184,21 @@ class LlamaCppLM(LM):
             if cut is not None:
                 finish = "stop"
                 break
+            if (
+                request.stop_at_sentence
+                and self._piece(tok)[:1].isspace()
+                and _ends_sentence(out, len(out) - len(self._piece(tok)))
+            ):
+                # A token that starts with whitespace may start a second sentence; the caller keeps
+                # only the first, so the look-ahead ends here (same first sentence, fewer tokens).
+                cut = _first_sentence_end(out)
+                if cut is not None:
+                    finish = "sentence"
+                    break
             if self._llm.n_tokens + 1 > self._llm.n_ctx():
                 break
             self._eval([tok])
+            self._kv_dyn.append(tok)
         text_bytes = bytes(out[:cut]) if cut is not None else bytes(out)
         # Keep the tokens that contribute text before the stop sequence.
         keep = len(toks) if cut is None else sum(1 for i in range(len(toks)) if (ends[i - 1] if i else 0) < cut)
@@ -170,12 +217,34 @@ class LlamaCppLM(LM):
     def describe(self) -> dict:
         if self._sha256 is None:
             self._sha256 = sha256_file(self.model_path)
-        return {"name": self.name, "file": self.model_path.name, "sha256": self._sha256, "backend": "llama-cpp-python",
-                "llama_cpp_python": llama_cpp.__version__, "n_ctx": self._llm.n_ctx(), "n_threads": N_THREADS,
-                "n_batch": N_BATCH, "decoding": "greedy"}
+        return {
+            "name": self.name,
+            "file": self.model_path.name,
+            "sha256": self._sha256,
+            "backend": "llama-cpp-python",
+            "llama_cpp_python": llama_cpp.__version__,
+            "n_ctx": self._llm.n_ctx(),
+            "n_threads": N_THREADS,
+            "n_batch": N_BATCH,
+            "decoding": "greedy",
+        }
 
     def close(self) -> None:
         self._llm.close()
+
+
+def _ends_sentence(out: bytearray, at: int) -> bool:
+    """Whether the text before byte ``at`` ends like a sentence (cheap test before running pysbd)."""
+    return out[:at].rstrip().rstrip(b"\"')]").endswith((b".", b"!", b"?"))
+
+
+def _first_sentence_end(out: bytearray) -> int | None:
+    """Byte offset where the first sentence of ``out`` ends (trailing space excluded), when a
+    second one has begun; else None."""
+    sentences = split_sentences(out.decode("utf-8", errors="ignore"))
+    if len(sentences) < 2 or not sentences[1].strip():
+        return None
+    return len(sentences[0].rstrip().encode("utf-8"))
 
 
 def _find_stop(out: bytearray, stops: tuple[str, ...], since: int) -> int | None:

@@ -33,6 +33,9 @@ class GenerationRequest:
     logprobs: bool = False
     purpose: str = "generate"
     logit_bias: dict[str, float] = field(default_factory=dict)
+    #: A hint: the caller keeps only the first sentence, so the backend may stop once a second
+    #: sentence begins (finish_reason "sentence"). Backends that cannot, generate on; callers cut.
+    stop_at_sentence: bool = False
 
 
 class LMError(RuntimeError):
@@ -61,10 +64,13 @@ class LM(ABC):
         logprobs: bool = False,
         purpose: str = "generate",
         logit_bias: dict[str, float] | None = None,
+        stop_at_sentence: bool = False,
     ) -> LMCall:
         """Continue ``prompt`` greedily for at most ``max_tokens`` tokens, stopping before any of
         ``stop``. Returns the call's record; ``text`` excludes the stop sequence."""
-        request = GenerationRequest(prompt, max_tokens, tuple(stop), logprobs, purpose, dict(logit_bias or {}))
+        request = GenerationRequest(
+            prompt, max_tokens, tuple(stop), logprobs, purpose, dict(logit_bias or {}), stop_at_sentence
+        )
         start = time.perf_counter()
         call = self._complete(request)
         call.seconds = time.perf_counter() - start

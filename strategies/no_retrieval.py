@@ -6,12 +6,10 @@ from dataclasses import dataclass
 
 from strategies.base import Strategy, finish
 from strategies.lm import LM
-from strategies.prompts import STOP, PromptTemplate
+from strategies.prompts import CLOSED_BOOK, STOP
 from strategies.records import Step, Trace
 from strategies.registry import register
 from strategies.retriever import Retriever
-
-CLOSED_BOOK = PromptTemplate(open_book=False)
 
 
 @register("no_retrieval")
@@ -19,6 +17,9 @@ CLOSED_BOOK = PromptTemplate(open_book=False)
 class NoRetrieval(Strategy):
     """Generate the whole answer in one call with no documents. ``k`` is unused but kept so every
     strategy takes the same parameters."""
+
+    def static_prompts(self) -> tuple[str, ...]:
+        return (CLOSED_BOOK.static,)
 
     def run(self, question: str, lm: LM, retriever: Retriever) -> Trace:
         call = lm.generate(CLOSED_BOOK.build(question), self.max_tokens, stop=STOP)

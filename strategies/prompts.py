@@ -7,11 +7,13 @@ question, then the answer so far. Every exemplar ends with "So the answer is X."
 
 from __future__ import annotations
 
+import functools
 import re
 from dataclasses import dataclass
 
 from strategies.lm import Prompt
 from strategies.records import Passage
+from strategies.sentences import first_sentence
 
 
 @dataclass(frozen=True)
@@ -26,14 +28,18 @@ class Exemplar:
 # Fictional people, so no exemplar leaks an answer from a shipped probe set.
 EXEMPLARS: tuple[Exemplar, ...] = (
     Exemplar(
-        docs=(("Ivo Lanark", "The friend of Ivo Lanark is Bea Tull. The occupation of Ivo Lanark is baker."),
-              ("Bea Tull", "The mother of Bea Tull is Rosa Tull. The hobby of Bea Tull is chess.")),
+        docs=(
+            ("Ivo Lanark", "The friend of Ivo Lanark is Bea Tull. The occupation of Ivo Lanark is baker."),
+            ("Bea Tull", "The mother of Bea Tull is Rosa Tull. The hobby of Bea Tull is chess."),
+        ),
         question="Who is the mother of the friend of Ivo Lanark?",
         answer="The friend of Ivo Lanark is Bea Tull. The mother of Bea Tull is Rosa Tull. So the answer is Rosa Tull.",
     ),
     Exemplar(
-        docs=(("Nell Oster", "The father of Nell Oster is Tam Oster. The date of birth of Nell Oster is 0921-03-02."),
-              ("Tam Oster", "The hobby of Tam Oster is fishing. The occupation of Tam Oster is pilot.")),
+        docs=(
+            ("Nell Oster", "The father of Nell Oster is Tam Oster. The date of birth of Nell Oster is 0921-03-02."),
+            ("Tam Oster", "The hobby of Tam Oster is fishing. The occupation of Tam Oster is pilot."),
+        ),
         question="What is the hobby of the father of Nell Oster?",
         answer="The father of Nell Oster is Tam Oster. The hobby of Tam Oster is fishing. So the answer is fishing.",
     ),
@@ -43,12 +49,14 @@ EXEMPLARS: tuple[Exemplar, ...] = (
         answer="The sons of Edda Voss are Kai Voss, Lin Voss. So the answer is 2.",
     ),
     Exemplar(
-        docs=(("Ruth Kell", "The friends of Ruth Kell are Ada Moss, Bo Fink. The hobby of Ruth Kell is rowing."),
-              ("Ada Moss", "The occupation of Ada Moss is nurse."),
-              ("Bo Fink", "The occupation of Bo Fink is actor.")),
+        docs=(
+            ("Ruth Kell", "The friends of Ruth Kell are Ada Moss, Bo Fink. The hobby of Ruth Kell is rowing."),
+            ("Ada Moss", "The occupation of Ada Moss is nurse."),
+            ("Bo Fink", "The occupation of Bo Fink is actor."),
+        ),
         question="What is the occupation of the friend of Ruth Kell?",
         answer="The friends of Ruth Kell are Ada Moss, Bo Fink. The occupation of Ada Moss is nurse. "
-               "The occupation of Bo Fink is actor. So the answer is nurse, actor.",
+        "The occupation of Bo Fink is actor. So the answer is nurse, actor.",
     ),
 )
 
@@ -81,11 +89,13 @@ class PromptTemplate:
 
     open_book: bool = True
     exemplars: tuple[Exemplar, ...] = EXEMPLARS
+    #: Replaces the default instruction (e.g. FLARE instruct's, which teaches search calls).
+    instruction: str | None = None
 
-    @property
+    @functools.cached_property
     def static(self) -> str:
         """Instruction and exemplars: identical for every call of a run."""
-        parts = [INSTRUCTION if self.open_book else CLOSED_BOOK_INSTRUCTION]
+        parts = [self.instruction or (INSTRUCTION if self.open_book else CLOSED_BOOK_INSTRUCTION)]
         for ex in self.exemplars:
             if self.open_book:
                 parts.append(format_docs(ex.docs))
@@ -101,6 +111,10 @@ class PromptTemplate:
         return Prompt(self.static, f"{head}Question: {question}\nAnswer:{answer_so_far}")
 
 
+#: The default templates: open book (with documents) and closed book.
+OPEN_BOOK = PromptTemplate(open_book=True)
+CLOSED_BOOK = PromptTemplate(open_book=False)
+
 _ANSWER_RE = re.compile(r"answer is:?\s*(.+)", re.IGNORECASE)
 
 
@@ -109,7 +123,8 @@ def extract_answer(output: str) -> str | None:
     m = _ANSWER_RE.search(output)
     if not m:
         return None
-    answer = m.group(1).split("\n")[0].strip()
+    # Only the statement's own sentence: an output may run on past it ("X. The answer is X").
+    answer = first_sentence(m.group(1).split("\n")[0]).strip()
     answer = re.sub(r"[.\s]+$", "", answer)
     return answer or None
 

@@ -34,7 +34,9 @@ class LMCall:
     evaluated_tokens: int
     completion_tokens: int
     text: str
-    finish_reason: str  # "stop" (a stop sequence or end of text) or "length" (token cap)
+    # "stop" (a stop sequence or end of text), "length" (token cap), or "sentence" (a second sentence
+    # began and the caller asked for one sentence only)
+    finish_reason: str
     seconds: float
     tokens: list[str] = field(default_factory=list)
     logprobs: list[float] | None = None
@@ -57,7 +59,12 @@ class Retrieval:
         return self.reason == FIRST_HOP
 
 
-FIRST_HOP = "first_hop"
+# Why a retrieval fired (Retrieval.reason).
+FIRST_HOP = "first_hop"  # with the question, before generating (not counted in retrieval_rate)
+LOW_CONFIDENCE = "low_confidence"  # FLARE direct: a draft token had p <= theta
+FIXED_INTERVAL = "fixed_interval"  # every `interval` tokens or every sentence
+SEARCH_CALL = "search_call"  # FLARE instruct: the model wrote [Search(query)]
+IRCOT_STEP = "ircot_step"  # IRCoT: retrieve with the last chain-of-thought sentence
 
 
 @dataclass
@@ -106,7 +113,7 @@ class Trace:
         return asdict(self)
 
     @classmethod
-    def from_dict(cls, d: dict[str, Any]) -> "Trace":
+    def from_dict(cls, d: dict[str, Any]) -> Trace:
         steps = [
             Step(
                 text=s["text"],

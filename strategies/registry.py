@@ -6,9 +6,11 @@ A spec is ``name`` or ``name:key=value,key=value`` (e.g. ``flare_direct:theta=0.
 from __future__ import annotations
 
 import dataclasses
+import importlib
 import types
 import typing
-from typing import Any, Callable, Literal
+from collections.abc import Callable
+from typing import Any, Literal
 
 from strategies.base import Strategy
 
@@ -109,7 +111,11 @@ def _convert(spec: str, key: str, raw: str, typ: Any) -> Any:
         raise SpecError(f"{spec}: {key} must be {typ.__name__}, got {raw!r}") from None
 
 
+#: The built-in strategies, in the order `all` runs them (simplest first).
+BUILTIN = ("no_retrieval", "single_time", "fixed_interval", "ircot", "flare_direct", "flare_instruct")
+
+
 def _load_builtin() -> None:
-    # Importing the package's strategy modules runs their @register decorators.
-    import strategies.no_retrieval  # noqa: F401
-    import strategies.single_time  # noqa: F401
+    # Importing the modules runs their @register decorators, in BUILTIN's order.
+    for module in BUILTIN:
+        importlib.import_module(f"strategies.{module}")

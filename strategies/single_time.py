@@ -6,12 +6,10 @@ from dataclasses import dataclass
 
 from strategies.base import Strategy, finish, retrieve
 from strategies.lm import LM
-from strategies.prompts import STOP, PromptTemplate
+from strategies.prompts import OPEN_BOOK, STOP
 from strategies.records import FIRST_HOP, Step, Trace
 from strategies.registry import register
 from strategies.retriever import Retriever
-
-OPEN_BOOK = PromptTemplate(open_book=True)
 
 
 @register("single_time")

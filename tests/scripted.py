@@ -1,4 +1,5 @@
-"""A scripted LM for unit tests of control flow: it returns chosen texts with chosen logprobs.
+"""A scripted LM and retriever for unit tests of control flow: chosen texts with chosen logprobs,
+chosen documents.
 
 Never used for anything a benchmark reports on; the real embedded LM is tested elsewhere.
 """
@@ -8,12 +9,14 @@ from __future__ import annotations
 import math
 
 from strategies.lm import LM, GenerationRequest
-from strategies.records import LMCall
+from strategies.records import LMCall, Passage
+from strategies.retriever import Retriever
 
 
 class ScriptedLM(LM):
-    """Replies with the next scripted item (a text, or a (tokens, probabilities) pair), cycling
-    when the script runs out, and remembers every request."""
+    """Replies with the next scripted item, cycling when the script runs out, and remembers every
+    request. An item is a text, a (tokens, probabilities) pair, or a (tokens, probabilities,
+    finish_reason) triple; finish_reason defaults to "stop" (the model ended its output)."""
 
     name = "scripted"
 
@@ -25,8 +28,11 @@ class ScriptedLM(LM):
     def _complete(self, request: GenerationRequest) -> LMCall:
         item = self.script[len(self.requests) % len(self.script)]
         self.requests.append(request)
+        finish = "stop"
         if isinstance(item, str):
             tokens, probs = [item], [1.0]
+        elif len(item) == 3:  # (tokens, probabilities, finish_reason)
+            tokens, probs, finish = item
         else:
             tokens, probs = item
         return LMCall(
@@ -35,8 +41,24 @@ class ScriptedLM(LM):
             evaluated_tokens=len(request.prompt.dynamic.split()),
             completion_tokens=len(tokens),
             text="".join(tokens),
-            finish_reason="stop",
+            finish_reason=finish,
             seconds=0.0,
             tokens=list(tokens),
             logprobs=[math.log(p) for p in probs] if request.logprobs else None,
         )
+
+
+class ScriptedRetriever(Retriever):
+    """Returns the next scripted list of doc ids (cycling) as passages titled ``Doc <id>``, and
+    remembers every query."""
+
+    name = "scripted"
+
+    def __init__(self, script: list[list[str]]):
+        self.script = [list(ids) for ids in script]
+        self.queries: list[str] = []
+
+    def _search(self, query: str, k: int) -> list[Passage]:
+        ids = self.script[len(self.queries) % len(self.script)][:k]
+        self.queries.append(query)
+        return [Passage(i, f"Doc {i}", f"Text of {i}.") for i in ids]

@@ -11,8 +11,12 @@ pytestmark = pytest.mark.model
 
 @pytest.fixture(scope="module")
 def run(tmp_path_factory):
-    session = BenchSession(strategy=["no_retrieval", "single_time"], limit=3, progress=False,
-                           report_dir=str(tmp_path_factory.mktemp("run")))
+    session = BenchSession(
+        strategy=["no_retrieval", "single_time"],
+        limit=3,
+        progress=False,
+        report_dir=str(tmp_path_factory.mktemp("run")),
+    )
     traces = {spec: session.run(spec) for spec in session.specs}
     yield session, traces
     session.close()
@@ -37,8 +41,12 @@ def test_token_counts_add_up_to_what_the_lm_reported(run):
                 assert call.completion_tokens >= len(call.tokens) > 0
                 assert call.evaluated_tokens <= call.prompt_tokens
         n = len(ts)
-        assert summary.loc[spec, "prompt_tokens_per_q"] == pytest.approx(sum(c.prompt_tokens for t in ts for c in t.lm_calls) / n)
-        assert summary.loc[spec, "completion_tokens_per_q"] == pytest.approx(sum(c.completion_tokens for t in ts for c in t.lm_calls) / n)
+        assert summary.loc[spec, "prompt_tokens_per_q"] == pytest.approx(
+            sum(c.prompt_tokens for t in ts for c in t.lm_calls) / n
+        )
+        assert summary.loc[spec, "completion_tokens_per_q"] == pytest.approx(
+            sum(c.completion_tokens for t in ts for c in t.lm_calls) / n
+        )
     # prompt_tokens is the real token count of the prompt the model saw
     strategy = parse_spec("single_time")
     probe = session.selected[0]

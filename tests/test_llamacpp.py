@@ -45,7 +45,10 @@ def test_static_prefix_is_evaluated_once(lm):
 
 def test_same_call_same_answer_whatever_ran_before(lm):
     a, b = PromptTemplate(open_book=False), PromptTemplate(open_book=True)
-    ask = lambda t: lm.generate(t.build("How many sons does Edda Voss have?"), 24, logprobs=True)  # noqa: E731
+
+    def ask(t):
+        return lm.generate(t.build("How many sons does Edda Voss have?"), 24, logprobs=True)
+
     first = ask(a)
     ask(b)  # another prefix in between: the first one's state is restored from its snapshot
     lm.generate(Prompt(a.static, "Question: something else entirely\nAnswer:"), 10)

@@ -17,8 +17,21 @@ def sh(*args, env_cache=None):
 @pytest.mark.model
 def test_pytest_bench_runs_resumes_and_refuses(tmp_path):
     run_dir = tmp_path / "run"
-    args = ["-m", "pytest", "bench", "-p", "no:cacheprovider", "--strategy", "no_retrieval", "--strategy",
-            "single_time:k=2", "--limit", "2", "--report-dir", str(run_dir)]
+    args = [
+        "-m",
+        "pytest",
+        "bench",
+        "-p",
+        "no:cacheprovider",
+        "--strategy",
+        "no_retrieval",
+        "--strategy",
+        "single_time:k=2",
+        "--limit",
+        "2",
+        "--report-dir",
+        str(run_dir),
+    ]
     first = sh(*args)
     assert first.returncode == 0, first.stdout + first.stderr
     assert "2 passed" in first.stdout
@@ -45,7 +58,8 @@ def test_pytest_bench_runs_resumes_and_refuses(tmp_path):
 def test_unknown_strategy_is_a_usage_error():
     out = sh("-m", "pytest", "bench", "-p", "no:cacheprovider", "--strategy", "flair", "--limit", "1")
     assert out.returncode == 4
-    assert "unknown strategy 'flair'; known: no_retrieval, single_time" in out.stdout + out.stderr
+    known = "no_retrieval, single_time, fixed_interval, ircot, flare_direct, flare_instruct"
+    assert f"unknown strategy 'flair'; known: {known}" in out.stdout + out.stderr
     assert "Traceback" not in out.stdout + out.stderr
 
 
@@ -62,4 +76,6 @@ def test_options_are_the_same_in_pytest_and_the_console_script():
 def test_score_of_a_missing_run_is_one_line(tmp_path):
     out = sh("-m", "bench", "score", str(tmp_path / "none"))
     assert out.returncode == 2
-    assert out.stderr.strip() == f"flarebench: {tmp_path / 'none' / 'run.json'}: not found; RUN_DIR must be a run folder"
+    assert (
+        out.stderr.strip() == f"flarebench: {tmp_path / 'none' / 'run.json'}: not found; RUN_DIR must be a run folder"
+    )

@@ -38,7 +38,12 @@ def test_extract_answer(output, answer):
 
 @pytest.mark.parametrize(
     "text",
-    ["The mother of Ann is Bo. Bo is a nurse. So the answer is nurse.", "  Dr. Smith is 3.5 m tall!  Next one", "", "no end"],
+    [
+        "The mother of Ann is Bo. Bo is a nurse. So the answer is nurse.",
+        "  Dr. Smith is 3.5 m tall!  Next one",
+        "",
+        "no end",
+    ],
 )
 def test_split_sentences_is_lossless(text):
     assert "".join(split_sentences(text)) == text

@@ -8,6 +8,7 @@ import pytest
 from bench.runner import StrategyRefused, TraceLog, check_compatible, run_strategy
 from bench.session import BenchSession, ConfigError, first_difference
 from strategies.base import Strategy, finish
+from strategies.lm import Prompt
 from strategies.records import Step
 from strategies.registry import register
 from tests.scripted import ScriptedLM
@@ -26,8 +27,6 @@ class Flaky(Strategy):
         call = lm.generate(dataclasses.replace(_PROMPT, dynamic=question), 8)
         return finish(question, [Step(call.text, [call])])
 
-
-from strategies.lm import Prompt  # noqa: E402
 
 _PROMPT = Prompt("static ", "")
 
@@ -80,7 +79,10 @@ def test_logprob_strategies_are_refused_on_backends_without_them():
 def test_first_difference_names_the_field():
     old = {"lm": {"name": "a", "sha256": "1"}, "strategies": {"s": {"k": 3}}}
     assert first_difference(old, old) is None
-    assert first_difference(old, {"lm": {"name": "a", "sha256": "1"}, "strategies": {"s": {"k": 5}}}) == "strategies.s.k (was 3, now 5)"
+    assert (
+        first_difference(old, {"lm": {"name": "a", "sha256": "1"}, "strategies": {"s": {"k": 5}}})
+        == "strategies.s.k (was 3, now 5)"
+    )
     assert first_difference(old, {**old, "extra": 1}) == "extra (was '<absent>', now 1)"
 
 
@@ -98,7 +100,10 @@ def test_resumed_run_equals_uninterrupted_run(tmp_path):
     whole = BenchSession(limit=3, report_dir=str(tmp_path / "b"), **opts)
     whole.run("single_time")
     whole.close()
-    key = lambda t: (t.probe_id, t.output, [c.logprobs for c in t.lm_calls], [r.doc_ids for r in t.retrievals])  # noqa: E731
+
+    def key(t):
+        return (t.probe_id, t.output, [c.logprobs for c in t.lm_calls], [r.doc_ids for r in t.retrievals])
+
     assert [key(t) for t in resumed.log.read()] == [key(t) for t in whole.log.read()]
     info = json.loads((tmp_path / "a" / "run.json").read_text())
     assert info["status"] == "complete" and info["config"]["strategies"] == {"single_time": {"k": 3, "max_tokens": 128}}
@@ -109,7 +114,9 @@ def test_run_folder_of_another_configuration_is_refused(tmp_path):
     BenchSession(strategy=["no_retrieval"], limit=1, report_dir=str(tmp_path), progress=False).run("no_retrieval")
     with pytest.raises(ConfigError, match=r"different configuration: strategies\.no_retrieval \(was \{'k': 3"):
         BenchSession(strategy=["no_retrieval:k=5"], limit=1, report_dir=str(tmp_path), progress=False)
-    again = BenchSession(strategy=["no_retrieval:k=5"], limit=1, report_dir=str(tmp_path), overwrite=True, progress=False)
+    again = BenchSession(
+        strategy=["no_retrieval:k=5"], limit=1, report_dir=str(tmp_path), overwrite=True, progress=False
+    )
     assert again.log.read() == []
     (tmp_path / "other").mkdir()
     (tmp_path / "other" / "notes.txt").write_text("mine")

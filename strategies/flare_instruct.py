@@ -1,0 +1,126 @@
+"""FLARE instruct (Jiang et al. 2023, arXiv 2305.06983, section 3.1).
+
+Exemplars teach the model to ask for information by writing ``[Search(query)]`` while it answers.
+Generation stops at each search call; the query is sent to the retriever, the documents replace
+those in context, and generation continues after the call. The paper raises the logit of "[" by
+2.0 so that the model searches more readily.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from strategies.base import Strategy, finish, first_hop, retrieve
+from strategies.lm import LM
+from strategies.prompts import EXEMPLARS, STOP, Exemplar, PromptTemplate
+from strategies.records import SEARCH_CALL, Step, Trace
+from strategies.registry import register
+from strategies.retriever import Retriever
+from strategies.steps import answer_finished
+
+SEARCH_OPEN = "[Search("
+
+# The shared exemplars, with a search call before each fact the answer needs.
+SEARCH_EXEMPLARS = tuple(
+    Exemplar(ex.docs, ex.question, answer)
+    for ex, answer in zip(
+        EXEMPLARS,
+        (
+            " [Search(friend of Ivo Lanark)] The friend of Ivo Lanark is Bea Tull. [Search(mother of Bea Tull)] "
+            "The mother of Bea Tull is Rosa Tull. So the answer is Rosa Tull.",
+            " [Search(father of Nell Oster)] The father of Nell Oster is Tam Oster. [Search(hobby of Tam Oster)] "
+            "The hobby of Tam Oster is fishing. So the answer is fishing.",
+            " [Search(sons of Edda Voss)] The sons of Edda Voss are Kai Voss, Lin Voss. So the answer is 2.",
+            " [Search(friends of Ruth Kell)] The friends of Ruth Kell are Ada Moss, Bo Fink. "
+            "[Search(occupation of Ada Moss)] The occupation of Ada Moss is nurse. [Search(occupation of Bo Fink)] "
+            "The occupation of Bo Fink is actor. So the answer is nurse, actor.",
+        ),
+    )
+)
+# The exemplar answers start with their own space, so the template writes "Answer:" + answer.
+SEARCH_TEMPLATE = PromptTemplate(
+    open_book=True,
+    exemplars=tuple(Exemplar(ex.docs, ex.question, ex.answer[1:]) for ex in SEARCH_EXEMPLARS),
+    instruction=(
+        "Answer the question using the documents. When you need a fact that the documents do not give, "
+        "write [Search(query)] and the documents for that query will be provided. Reason step by step, "
+        'then end with "So the answer is" followed by the answer.\n\n'
+    ),
+)
+
+
+def parse_search(text: str) -> tuple[str, str | None] | None:
+    """Split generated text at its first search call: (text before it, the query, or None when the
+    call is empty). The call may be cut short (no closing parenthesis): its query runs to the end
+    of the line. None when the text holds no search call."""
+    at = text.find(SEARCH_OPEN)
+    if at < 0:
+        return None
+    rest = text[at + len(SEARCH_OPEN) :]
+    query = rest.split(")")[0].split("\n")[0]
+    return text[:at], (" ".join(query.split()) or None)
+
+
+@register("flare_instruct")
+@dataclass
+class FlareInstruct(Strategy):
+    """Retrieval when the model itself asks for it with ``[Search(query)]``.
+
+    ``max_searches`` caps the search calls served per answer; past it, calls are left in the text
+    unanswered and generation goes on. ``search_bias`` is added to the logit of "[" where the
+    backend supports a logit bias (0 turns it off).
+    """
+
+    search_bias: float = 2.0
+    max_searches: int = 3
+    first_retrieval: bool = True
+
+    def validate(self) -> None:
+        super().validate()
+        if self.max_searches < 0:
+            raise ValueError(f"max_searches must be >= 0, got {self.max_searches}")
+
+    def static_prompts(self) -> tuple[str, ...]:
+        return (SEARCH_TEMPLATE.static,)
+
+    def run(self, question: str, lm: LM, retriever: Retriever) -> Trace:
+        # pending: retrievals not yet recorded on a step (they go on the step they serve)
+        docs, pending = first_hop(retriever, question, self.k, self.first_retrieval)
+        steps: list[Step] = []
+        answer, used, searches = "", 0, 0
+        while used < self.max_tokens:
+            can_search = searches < self.max_searches
+            bias = (
+                {"[": self.search_bias, " [": self.search_bias}
+                if can_search and self.search_bias and lm.supports_logit_bias
+                else {}
+            )
+            call = lm.generate(
+                SEARCH_TEMPLATE.build(question, docs, answer),
+                self.max_tokens - used,
+                stop=STOP + (")]",) if can_search else STOP,
+                purpose="generate",
+                logit_bias=bias,
+            )
+            used += call.completion_tokens
+            search = parse_search(call.text) if can_search else None
+            if search is None:
+                answer += call.text
+                steps.append(Step(call.text, [call], pending))
+                if answer_finished(answer, call.text, call.finish_reason == "stop"):
+                    break
+                pending = []
+                continue
+            before, query = search
+            searches += 1
+            # Stopped by ")]" (or by a blank line right after the query); cut by the token cap it is not.
+            well_formed = call.finish_reason == "stop"
+            # Keep the call in the answer as the model wrote it (closed), so it reads its own search.
+            text = before + (f"{SEARCH_OPEN}{query})]" if query else "")
+            answer += text
+            steps.append(Step(text, [call], pending))
+            pending = []
+            if query and used < self.max_tokens:  # retrieve only if generation can go on
+                docs, r = retrieve(retriever, query, self.k, SEARCH_CALL, well_formed=well_formed)
+                pending.append(r)
+        return finish(question, steps, capped="token_cap" if used >= self.max_tokens else None)

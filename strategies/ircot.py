@@ -1,0 +1,79 @@
+"""IRCoT: interleaving retrieval with chain-of-thought reasoning (Trivedi et al. 2023, arXiv 2212.10509)."""
+
+from __future__ import annotations
+
+import dataclasses
+from dataclasses import dataclass
+
+from strategies.base import Strategy, finish, retrieve
+from strategies.lm import LM
+from strategies.prompts import OPEN_BOOK, STOP
+from strategies.records import FIRST_HOP, IRCOT_STEP, Passage, Retrieval, Step, Trace
+from strategies.registry import register
+from strategies.retriever import Retriever
+from strategies.steps import LOOKAHEAD_TOKENS, answer_finished, next_sentence
+
+
+@register("ircot")
+@dataclass
+class IRCoT(Strategy):
+    """Retrieve ``k`` paragraphs with the question, then repeat: write one chain-of-thought
+    sentence with every paragraph collected so far in context; stop once the answer says "answer
+    is" (or the model ends it), or after ``max_steps`` sentences; otherwise retrieve ``k`` with
+    that sentence and add the paragraphs not collected yet, up to ``max_paragraphs`` in all (the
+    paper's 15). Once the context is full no retrieval could add anything, so none is made.
+
+    With ``reader`` on, one last call answers the question from scratch with all collected
+    paragraphs (the paper's separate reader), and its answer is the output.
+    """
+
+    max_steps: int = 10
+    max_paragraphs: int = 15
+    reader: bool = False
+
+    def validate(self) -> None:
+        super().validate()
+        if self.max_steps < 1:
+            raise ValueError(f"max_steps must be >= 1, got {self.max_steps}")
+        if self.max_paragraphs < self.k:
+            raise ValueError(f"max_paragraphs must be >= k ({self.k}), got {self.max_paragraphs}")
+
+    def run(self, question: str, lm: LM, retriever: Retriever) -> Trace:
+        paragraphs, first = retrieve(retriever, question, self.k, FIRST_HOP, step=0)
+        retrievals = [first]
+        steps: list[Step] = []
+        cot, used, capped = "", 0, None
+        while True:
+            s = next_sentence(
+                lm,
+                OPEN_BOOK.build(question, paragraphs, cot),
+                min(LOOKAHEAD_TOKENS, self.max_tokens - used),
+                purpose="cot",
+            )
+            steps.append(Step(s.text, [s.call], retrievals))
+            cot += s.text
+            used += len(s.tokens)
+            if used >= self.max_tokens or answer_finished(cot, s.text, s.ended):
+                break
+            if len(steps) == self.max_steps:
+                capped = "step_cap"
+                break
+            retrievals = []
+            if len(paragraphs) < self.max_paragraphs:
+                retrievals.append(self._collect(retriever, s.text.strip(), paragraphs, step=len(steps)))
+        if not self.reader:
+            return finish(question, steps, capped)
+        call = lm.generate(OPEN_BOOK.build(question, paragraphs), self.max_tokens, stop=STOP, purpose="reader")
+        read = Step(call.text, [call])
+        # The reader's answer alone is the output; the trace still holds the chain of thought.
+        return dataclasses.replace(finish(question, [read]), steps=steps + [read])
+
+    def _collect(self, retriever: Retriever, query: str, paragraphs: list[Passage], step: int) -> Retrieval:
+        """Retrieve with ``query`` and append the paragraphs not collected yet, in rank order,
+        while there is room; the retrieval's detail names the ones added."""
+        found, retrieval = retrieve(retriever, query, self.k, IRCOT_STEP, step=step)
+        held = {p.id for p in paragraphs}
+        added = [p for p in found if p.id not in held][: self.max_paragraphs - len(paragraphs)]
+        paragraphs.extend(added)
+        retrieval.detail.update(added=[p.id for p in added], paragraphs=len(paragraphs))
+        return retrieval

@@ -1,0 +1,131 @@
+"""FLARE direct's control flow with a scripted LM (chosen tokens and probabilities) and a scripted
+retriever: when it retrieves, with what query, what it puts in context, what it costs."""
+
+import pytest
+
+from strategies.flare_direct import ABSTENTION, FlareDirect, low_spans, masked_query
+from strategies.records import FIRST_HOP, LOW_CONFIDENCE
+from strategies.registry import SpecError, parse_spec
+from strategies.steps import Sentence
+from tests.scripted import ScriptedLM, ScriptedRetriever
+
+SURE, UNSURE = 0.95, 0.1
+
+
+def sentence(text_tokens, probs, finish="sentence"):
+    """One scripted draft: more sentences may follow (finish 'sentence') unless it states the answer."""
+    return (text_tokens, probs, finish)
+
+
+ANSWER = [
+    sentence(
+        [" Joe", " Biden", " attended", " the", " University", " of", " Pennsylvania", "."],
+        [SURE, SURE, SURE, SURE, SURE, SURE, UNSURE, SURE],
+    ),
+    sentence([" So", " the", " answer", " is", " Pennsylvania", "."], [SURE] * 6, "stop"),
+]
+
+
+def run(strategy, script, docs=(("d1", "d2", "d3"),)):
+    lm, retriever = ScriptedLM(script), ScriptedRetriever([list(d) for d in docs])
+    return strategy.run("Where did Joe Biden study?", lm, retriever), lm, retriever
+
+
+def test_theta_0_retrieves_only_the_first_hop_whatever_the_logprobs():
+    low = [
+        sentence([" A", " is", " B", "."], [0.01] * 4),
+        sentence([" So", " the answer is", " B", "."], [0.01] * 4, "stop"),
+    ]
+    trace, lm, _ = run(FlareDirect(theta=0.0), low)
+    assert [r.reason for r in trace.retrievals] == [FIRST_HOP]
+    assert len(lm.requests) == 2 and trace.answer == "B"
+
+
+def test_theta_1_retrieves_for_every_sentence():
+    trace, lm, _ = run(FlareDirect(theta=1.0), [ANSWER[0], ANSWER[0], ANSWER[1], ANSWER[1]])
+    assert [s.triggered for s in trace.steps] == [True, True]
+    assert [c.purpose for c in trace.lm_calls] == ["draft", "regenerate", "draft", "regenerate"]
+    assert [r.reason for r in trace.retrievals] == [FIRST_HOP, LOW_CONFIDENCE, LOW_CONFIDENCE]
+
+
+def test_implicit_query_masks_the_low_token_and_beta_0_keeps_the_whole_draft():
+    trace, _, retriever = run(FlareDirect(), [ANSWER[0], ANSWER[0], ANSWER[1]])
+    assert retriever.queries == ["Where did Joe Biden study?", "Joe Biden attended the University of."]
+    why = trace.retrievals[1].detail
+    assert why["min_p"] == pytest.approx(UNSURE) and why["low_tokens"] == [[" Pennsylvania", pytest.approx(UNSURE)]]
+    _, _, retriever = run(FlareDirect(beta=0.0), [ANSWER[0], ANSWER[0], ANSWER[1]])
+    assert retriever.queries[1] == "Joe Biden attended the University of Pennsylvania."
+
+
+def test_a_confident_sentence_costs_exactly_one_call():
+    trace, lm, _ = run(FlareDirect(), [ANSWER[1]])
+    assert len(lm.requests) == 1 and [c.purpose for c in trace.lm_calls] == ["draft"]
+    assert trace.stop_reason == "answer" and trace.answer == "Pennsylvania"
+    assert not any(s.triggered for s in trace.steps)
+
+
+def test_a_triggered_sentence_costs_two_calls_plus_one_per_span_when_explicit():
+    trace, _, _ = run(FlareDirect(), [ANSWER[0], ANSWER[0], ANSWER[1]])
+    assert [len(s.lm_calls) for s in trace.steps] == [2, 1]
+    assert trace.steps[0].text == "".join(ANSWER[0][0]) and trace.output.startswith("Joe Biden")
+    two_spans = sentence(
+        [" Ann", " is", " the", " mother", " of", " Bo", "."], [UNSURE, SURE, SURE, SURE, SURE, UNSURE, SURE]
+    )
+    script = [two_spans, "Who is the mother of Bo?", "Who is Ann the mother of?", two_spans, ANSWER[1]]
+    trace, lm, retriever = run(FlareDirect(query="explicit"), script)
+    assert [c.purpose for c in trace.steps[0].lm_calls] == ["draft", "query", "query", "regenerate"]
+    assert retriever.queries[1:] == ["Who is the mother of Bo?", "Who is Ann the mother of?"]
+    assert [r.detail["span"] for r in trace.steps[0].retrievals[1:]] == ["Ann", "Bo"]
+
+
+def test_replace_and_accumulate_put_the_promised_documents_in_context():
+    docs = [("a1", "a2", "a3"), ("b1", "a2", "b3"), ("c1", "c2", "c3")]
+    script = [ANSWER[0], ANSWER[0], ANSWER[0], ANSWER[0], ANSWER[1]]
+
+    def context_of(lm, i):
+        return [
+            line.split(": ")[0].split("Doc ")[1]
+            for line in lm.requests[i].prompt.dynamic.splitlines()
+            if line.startswith("[")
+        ]
+
+    _, lm, _ = run(FlareDirect(), script, docs)
+    assert context_of(lm, 0) == ["a1", "a2", "a3"] and context_of(lm, 1) == ["b1", "a2", "b3"]
+    assert context_of(lm, 3) == ["c1", "c2", "c3"]  # the paper: each retrieval replaces the docs
+    _, lm, _ = run(FlareDirect(context="accumulate", max_docs=7), script, docs)
+    assert context_of(lm, 1) == ["a1", "a2", "a3", "b1", "b3"]  # first hop kept, a2 not twice
+    assert context_of(lm, 3) == ["a1", "a2", "a3", "b1", "b3", "c1", "c2"]  # capped at max_docs
+
+
+def test_retrieval_cap_and_abstention():
+    script = [ANSWER[0]] * 6 + [ANSWER[1]]
+    trace, _, _ = run(FlareDirect(max_retrievals=1), script)
+    assert [r.reason for r in trace.retrievals] == [FIRST_HOP, LOW_CONFIDENCE]
+    assert [len(s.lm_calls) for s in trace.steps][:3] == [2, 1, 1]  # past the cap, drafts are accepted
+    trace, _, _ = run(FlareDirect(max_retrievals=1, abstain=True), script)
+    assert trace.stop_reason == "abstain" and trace.output.endswith(ABSTENTION.strip()) and trace.answer is None
+
+
+def test_token_cap_ends_the_answer():
+    trace, lm, _ = run(FlareDirect(theta=0.0, max_tokens=10), [ANSWER[0]] * 5)
+    assert len(trace.steps) == 2 and trace.answer is None
+    assert [r.max_tokens for r in lm.requests] == [10, 2]
+
+
+def test_query_helpers():
+    s = Sentence("", [" Ann", " is", " Bo", "'s", " mother", "."], [0.1, 0.9, 0.2, 0.3, 0.9, 0.9], None, False)
+    s.logprobs = [__import__("math").log(p) for p in [0.1, 0.9, 0.2, 0.3, 0.9, 0.9]]
+    assert masked_query(s, 0.4) == "is mother."
+    assert low_spans(s, 0.4) == ["Ann", "Bo's"]
+    assert low_spans(s, 0.0) == []
+
+
+def test_parameters_are_validated():
+    with pytest.raises(SpecError, match=r"theta must be within \[0, 1\]"):
+        parse_spec("flare_direct:theta=1.5")
+    with pytest.raises(SpecError, match="query must be one of implicit, explicit"):
+        parse_spec("flare_direct:query=both")
+    with pytest.raises(SpecError, match="max_docs must be >= k"):
+        parse_spec("flare_direct:k=5,max_docs=4")
+    assert parse_spec("flare_direct:max_retrievals=none").max_retrievals is None
+    assert FlareDirect.needs_logprobs
