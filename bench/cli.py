@@ -27,7 +27,9 @@ def _run(args: argparse.Namespace) -> int:
     except ConfigError as e:
         raise UserError(str(e)) from None
     failed = []
+    gating = session.gating
     try:
+        gating.warm_up(session)
         for spec in session.specs:
             try:
                 traces = session.run(spec)
@@ -37,10 +39,33 @@ def _run(args: argparse.Namespace) -> int:
                 continue
             if any(t.error for t in traces):
                 failed.append(spec)
+            # The reference runs first, so its latency is known when each gated spec is checked.
+            lines = gating.check(spec, session.summary())
+            if gating.baseline is not None and spec in gating.wanted:
+                gating.write_verdicts(session.run_dir)
+            if lines:
+                print(f"flarebench: {spec} breaks the gate {gating.baseline.path}:", file=sys.stderr)
+                for line in lines:
+                    print(f"  {line}", file=sys.stderr)
+                if spec not in failed:
+                    failed.append(spec)
     finally:
         session.close()
     print(session.table())
     print(f"run folder: {session.run_dir}")
+    if gating.baseline is not None:
+        if gating.difference:
+            print(f"gate across configurations; first difference: {gating.difference}")
+        broken = [spec for spec, lines in gating.verdicts.items() if lines]
+        print(
+            f"gate {gating.baseline.path} (latency reference {gating.reference}): "
+            f"{len(gating.verdicts) - len(broken)} passed, {len(broken)} broken"
+        )
+    if gating.save_to is not None:
+        note = gating.save(session.summary())
+        print(note, file=sys.stderr if note.startswith("baseline not saved") else sys.stdout)
+        if note.startswith("baseline not saved") and not failed:
+            return 1
     if failed:
         print(f"flarebench: failed: {', '.join(failed)}", file=sys.stderr)
     return 1 if failed else 0
@@ -63,7 +88,7 @@ def _score(args: argparse.Namespace) -> int:
     except (ValueError, KeyError) as e:
         raise UserError(f"{run_json}: not a flarebench run.json ({e})") from None
     try:
-        probe_set = load_probe_set(probes_cfg["source"])
+        probe_set = load_probe_set(probes_cfg["source"], probes_cfg.get("format", "auto"))
     except ProbeError as e:
         raise UserError(f"{run_json}: probes.source: {str(e).splitlines()[0]}") from None
     if probe_set.hash != probes_cfg["hash"]:

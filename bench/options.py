@@ -50,6 +50,13 @@ RUN_OPTIONS: tuple[Option, ...] = (
         default="phantomwiki",
         metavar="NAME|PATH",
     ),
+    Option(
+        "--probes-format",
+        "how to read --probes: auto (a folder is a flarebench probe set, a JSON file is detected by "
+        "its shape), flarebench, hotpotqa, 2wiki, asqa or strategyqa (default: auto)",
+        default="auto",
+        metavar="FORMAT",
+    ),
     Option("--limit", "run only the first N probes of the set", type=int, metavar="N"),
     Option(
         "--lm",
@@ -66,4 +73,28 @@ RUN_OPTIONS: tuple[Option, ...] = (
         metavar="DIR",
     ),
     Option("--overwrite", "replace a run folder that holds a run of a different configuration", is_switch=True),
+    Option(
+        "--save-baseline",
+        "write the run's metrics, configuration and tolerances to FILE as a regression baseline "
+        "(only when every strategy ran without errors)",
+        metavar="FILE",
+    ),
+    Option(
+        "--gate",
+        "compare the run with the baseline FILE: a strategy whose metrics break a tolerance fails "
+        "(no --strategy: the baseline's strategies)",
+        metavar="FILE",
+    ),
+    Option(
+        "--tolerance",
+        "override one metric's bound for --gate/--save-baseline: METRIC=KIND:VALUE (KIND max_drop, "
+        "max_drop_rel, max_rise, max_rise_rel), METRIC=VALUE (keep the kind) or METRIC=off; repeatable",
+        repeatable=True,
+        metavar="METRIC=SPEC",
+    ),
+    Option(
+        "--gate-across-configs",
+        "with --gate, compare even when the run's configuration differs from the baseline's",
+        is_switch=True,
+    ),
 )

@@ -3,6 +3,12 @@
 It adds the run options to every pytest wherever flarebench is installed, parametrizes bench tests
 by strategy spec (``spec`` argument), provides the session-wide ``bench_session`` fixture, and
 prints the comparison table at the end. It imports nothing heavy until a bench test runs.
+
+Regression gates (``--gate``, ``--save-baseline``; see bench/gate.py): the baseline is read and
+checked at configure time (a bad file is a usage error), the latency reference spec is
+parametrized first, ``bench_gate`` fails a spec's test with one line per broken metric, and the
+baseline is saved at the end of the session. With pytest-benchmark active, each bench test also
+times one fixed probe through the ``benchmark`` fixture (``bench_timing``).
 """
 
 from __future__ import annotations
@@ -12,6 +18,9 @@ import pytest
 from bench.options import RUN_OPTIONS
 
 _SESSION = pytest.StashKey[object]()
+_GATING = pytest.StashKey[object]()
+_GATE_NOTES = pytest.StashKey[list]()
+_GATE_OPTIONS = ("gate", "save_baseline", "tolerance", "gate_across_configs")
 
 
 def pytest_addoption(parser: pytest.Parser) -> None:
@@ -30,13 +39,46 @@ def pytest_configure(config: pytest.Config) -> None:
                 parse_spec(spec)
             except SpecError as e:
                 raise pytest.UsageError(str(e)) from None
+    # A bad baseline file or gate option is a usage error too, before any model is loaded.
+    if any(config.getoption(name) for name in _GATE_OPTIONS):
+        from bench.gate import GateError, Gating
+
+        try:
+            config.stash[_GATING] = Gating.from_options(
+                config.getoption("strategy"), *(config.getoption(name) for name in _GATE_OPTIONS)
+            )
+        except GateError as e:
+            raise pytest.UsageError(str(e)) from None
 
 
 def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
     if "spec" in metafunc.fixturenames:
         from strategies.registry import expand
 
-        metafunc.parametrize("spec", expand(metafunc.config.getoption("strategy")))
+        gating = metafunc.config.stash.get(_GATING, None)
+        # Under a gate the specs are the plan's: the latency reference first, then the gated ones.
+        specs = gating.specs if gating is not None else expand(metafunc.config.getoption("strategy"))
+        metafunc.parametrize("spec", specs)
+
+
+def _benchmark_session(config: pytest.Config):
+    """pytest-benchmark's session object when that plugin is active (it has no public accessor)."""
+    return getattr(config, "_benchmarksession", None)
+
+
+@pytest.hookimpl(tryfirst=True)
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    # Bench tests take pytest-benchmark's fixture when that plugin is active and timing is wanted,
+    # so --benchmark-only keeps them and --benchmark-json/--benchmark-compare see them; they do not
+    # name it in their signature, so --benchmark-skip (or -p no:benchmark) only drops the timing,
+    # never the run or its gate. Runs before pytest-benchmark's own hook, which reads fixturenames.
+    bs = _benchmark_session(config)
+    if bs is None or bs.skip or (bs.disabled and not bs.only):
+        return
+    for item in items:
+        names = getattr(item, "fixturenames", None)
+        if isinstance(names, list) and "bench_timing" in names and "benchmark" not in names:
+            names.append("benchmark")
 
 
 @pytest.fixture(scope="session")
@@ -50,6 +92,11 @@ def bench_session(request: pytest.FixtureRequest):
     except ConfigError as e:
         pytest.exit(f"flarebench: {e}", returncode=2)
     request.config.stash[_SESSION] = session
+    try:
+        session.gating.warm_up(session)  # gated runs only: prompt prefixes evaluated before timing
+    except BaseException:
+        session.close()
+        raise
     yield session
     session.close()
 
@@ -71,6 +118,82 @@ def run_spec(request: pytest.FixtureRequest, bench_session):
     return run
 
 
+@pytest.fixture
+def bench_timing(request: pytest.FixtureRequest, bench_session):
+    """Time one fixed probe (the run's first) of a spec with pytest-benchmark, after the spec ran
+    (so the model is warm), one round; the spec's summary row goes in ``extra_info``. A no-op
+    when pytest-benchmark is not active or its timing is skipped or disabled."""
+    from bench.gate import with_ratios
+    from bench.runner import run_probe
+
+    benchmark = request.getfixturevalue("benchmark") if "benchmark" in request.fixturenames else None
+
+    def time_probe(spec: str) -> None:
+        if benchmark is None:
+            return
+        s = bench_session
+        probe = s.selected[0]
+        benchmark.group = "flarebench"
+        trace = benchmark.pedantic(
+            run_probe,
+            args=(spec, s.strategies[spec], probe, s.lm_backend, s.retriever_backend),
+            rounds=1,
+            iterations=1,
+            warmup_rounds=0,
+        )
+        rows = {r["strategy"]: r for r in s.summary().to_dict("records")}
+        reference = s.gating.reference if s.gating.reference in rows else None
+        info = benchmark.extra_info
+        info.update(timed_probe=probe.id, timed_probe_error=trace.error, timed_probe_answer=trace.answer)
+        if spec in rows:
+            metrics = with_ratios(rows[spec], rows.get(reference) if reference else None)
+            info.update({k: v for k, v in metrics.items() if v is not None})
+        if reference:
+            info["latency_reference"] = reference
+
+    return time_probe
+
+
+@pytest.fixture
+def bench_gate(request: pytest.FixtureRequest, bench_session):
+    """Check a spec that ran against the --gate baseline: fail its test with one line per broken
+    metric (name, baseline value, new value, allowed bound). A no-op without --gate."""
+    capman = request.config.pluginmanager.getplugin("capturemanager")
+
+    def check(spec: str) -> None:
+        gating = bench_session.gating
+        if gating.baseline is None or spec not in gating.wanted:
+            return
+        if gating.reference not in bench_session.results:
+            # The reference was deselected (-k) or has not run yet: its latency is needed now.
+            from bench.runner import StrategyRefused
+
+            try:
+                with capman.global_and_fixture_disabled():
+                    bench_session.run(gating.reference)
+            except StrategyRefused:
+                pass  # reported below as a reference that did not run
+        lines = gating.check(spec, bench_session.summary())
+        gating.write_verdicts(bench_session.run_dir)
+        if lines:
+            pytest.fail(
+                f"{spec} breaks the gate {gating.baseline.path}:\n" + "\n".join(f"  {line}" for line in lines),
+                pytrace=False,
+            )
+
+    return check
+
+
+def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
+    bench = session.config.stash.get(_SESSION, None)
+    if bench is None or bench.gating.save_to is None:
+        return
+    note = bench.gating.save(bench.summary())
+    session.config.stash[_GATE_NOTES] = [note]
+    if note.startswith("baseline not saved") and session.exitstatus == 0:
+        session.exitstatus = pytest.ExitCode.TESTS_FAILED
+
+
 def pytest_terminal_summary(terminalreporter, exitstatus: int, config: pytest.Config) -> None:
     session = config.stash.get(_SESSION, None)
     if session is None:
@@ -78,3 +201,15 @@ def pytest_terminal_summary(terminalreporter, exitstatus: int, config: pytest.Co
     terminalreporter.section("flarebench")
     terminalreporter.write_line(session.table())
     terminalreporter.write_line(f"run folder: {session.run_dir}")
+    gating = session.gating
+    if gating.baseline is not None:
+        if gating.difference:
+            terminalreporter.write_line(f"gate across configurations; first difference: {gating.difference}")
+        broken = [spec for spec, lines in gating.verdicts.items() if lines]
+        passed = [spec for spec, lines in gating.verdicts.items() if not lines]
+        terminalreporter.write_line(
+            f"gate {gating.baseline.path} (latency reference {gating.reference}): "
+            f"{len(passed)} passed, {len(broken)} broken" + (f" ({', '.join(broken)})" if broken else "")
+        )
+    for note in config.stash.get(_GATE_NOTES, []):
+        terminalreporter.write_line(note)

@@ -65,11 +65,16 @@ class BenchSession:
 
     strategy: list[str] | None = None
     probes: str = "phantomwiki"
+    probes_format: str = "auto"
     limit: int | None = None
     lm: str = "llamacpp:smollm2"
     retriever: str = "bm25s"
     report_dir: str | None = None
     overwrite: bool = False
+    save_baseline: str | None = None
+    gate: str | None = None
+    tolerance: list[str] | None = None
+    gate_across_configs: bool = False
     progress: bool = True
     started: float = field(default_factory=time.time)
 
@@ -77,11 +82,21 @@ class BenchSession:
         if self.limit is not None and self.limit < 1:
             raise ConfigError(f"--limit must be >= 1, got {self.limit}")
         try:
-            self.probe_set = load_probe_set(self.probes)
+            self.probe_set = load_probe_set(self.probes, self.probes_format)
         except ProbeError as e:
             raise ConfigError(str(e)) from None
         self.selected = self.probe_set.probes[: self.limit] if self.limit else list(self.probe_set.probes)
         self.specs = expand(self.strategy)
+        # Regression gates (bench/gate.py): with --gate or --save-baseline the latency reference runs first.
+        from bench.gate import GateError, Gating, fingerprint
+
+        try:
+            self.gating = Gating.from_options(
+                self.strategy, self.gate, self.save_baseline, self.tolerance, self.gate_across_configs
+            )
+        except GateError as e:
+            raise ConfigError(str(e)) from None
+        self.specs = self.gating.specs
         # Parse every spec before loading anything heavy, so a typo fails at once.
         from strategies.registry import SpecError
 
@@ -92,6 +107,10 @@ class BenchSession:
         self.lm_backend = make_lm(self.lm)
         self.retriever_backend = make_retriever(self.retriever, self.probe_set.corpus)
         self.config = self._config()
+        try:
+            self.gating.bind(fingerprint(self.config, self.strategies, len(self.selected)))
+        except GateError as e:
+            raise ConfigError(str(e)) from None
         self.run_dir = self._open_run_dir()
         self.log = TraceLog(self.run_dir / TRACES)
         self.results: dict[str, list[Trace]] = {}
@@ -100,7 +119,12 @@ class BenchSession:
         """Everything that determines the answers: compared on resume, hashed into the folder name."""
         prompts = sorted({p for s in self.strategies.values() for p in s.static_prompts()})
         return {
-            "probes": {"name": self.probe_set.name, "source": self._probe_source(), "hash": self.probe_set.hash},
+            "probes": {
+                "name": self.probe_set.name,
+                "source": self._probe_source(),
+                "format": self.probe_set.format,
+                "hash": self.probe_set.hash,
+            },
             "lm": self.lm_backend.describe(),
             "retriever": self.retriever_backend.describe(),
             "prompt_sha256": hashlib.sha256("\0".join(prompts).encode()).hexdigest(),
@@ -124,6 +148,14 @@ class BenchSession:
             stamp = dt.datetime.now(dt.UTC).strftime("%Y%m%dT%H%M%SZ")
             run_dir = Path("reports") / f"{stamp}-{self.config_hash}"
         run_json = run_dir / RUN_JSON
+        if self.gating.active and run_json.exists():
+            # A gate or a baseline is measured in one fresh run: nothing finished earlier is reused.
+            if not self.overwrite:
+                raise ConfigError(
+                    f"{run_dir} already holds a run; --gate and --save-baseline never resume one: "
+                    "use another --report-dir, or --overwrite to replace it"
+                )
+            shutil.rmtree(run_dir)
         if run_json.exists():
             try:
                 old = json.loads(run_json.read_text(encoding="utf-8"))["config"]
@@ -159,6 +191,8 @@ class BenchSession:
             "versions": _versions(),
             "command": " ".join(sys.argv),
         }
+        if self.gating.active:
+            info["gate"] = self.gating.record()
         write_atomic(run_dir / RUN_JSON, json.dumps(info, indent=2) + "\n")
 
     def run(self, spec: str) -> list[Trace]:

@@ -2,16 +2,19 @@
 
 A probe folder holds ``corpus.jsonl`` ({id, title, text}), ``probes.jsonl`` ({id, question,
 answers, answer_type, gold_doc_ids, metadata}) and, for shipped sets, ``README.md`` (source,
-``Licence: ...`` line, how it was made).  ``python -m probes list|validate PATH`` is the CLI.
+``Licence: ...`` line, how it was made).  The official JSON files of HotpotQA, 2WikiMultihopQA,
+ASQA and StrategyQA load as probe sets too (``probes.formats``).  ``python -m probes
+list|validate PATH`` is the CLI.
 """
 
-from .load import DEFAULT_PROBE_SET, SHIPPED_DIR, ProbeError, load_probe_set, shipped_names
+from .load import DEFAULT_PROBE_SET, PROBE_FORMATS, SHIPPED_DIR, ProbeError, load_probe_set, shipped_names
 from .model import ANSWER_TYPES, Document, Probe, ProbeSet
 from .validate import validate
 
 __all__ = [
     "ANSWER_TYPES",
     "DEFAULT_PROBE_SET",
+    "PROBE_FORMATS",
     "SHIPPED_DIR",
     "Document",
     "Probe",

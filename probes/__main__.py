@@ -6,9 +6,10 @@ Exit status: 0 when all is well, 2 for invalid data or bad usage (argparse's con
 from __future__ import annotations
 
 import argparse
+import os
 import sys
 
-from .load import ProbeError, load_probe_set, resolve, shipped_names
+from .load import PROBE_FORMATS, ProbeError, load_probe_set, resolve, shipped_names
 from .validate import check_folder
 
 
@@ -27,11 +28,20 @@ def _list() -> int:
     return status
 
 
-def _validate(path: str, require_readme: bool) -> int:
+def _validate(path: str, require_readme: bool, fmt: str = "auto") -> int:
     try:
         _, folder = resolve(path)
     except ProbeError:
         folder = path  # let the validator name what is missing, in its usual format
+    if os.path.isfile(folder) or fmt not in ("auto", "flarebench"):
+        # An official file (or a forced file format): validating it is loading it.
+        try:
+            ps = load_probe_set(path, fmt)
+        except ProbeError as e:
+            print(e)
+            return 2
+        print(f"{path}: ok ({len(ps.probes)} probes, {len(ps.corpus)} docs, format {ps.format})")
+        return 0
     checked = check_folder(folder, require_readme=require_readme)
     if checked.problems:
         for line in checked.problems:
@@ -46,13 +56,23 @@ def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(prog="python -m probes", description="List and validate probe sets.")
     sub = ap.add_subparsers(dest="command", required=True)
     sub.add_parser("list", help="one line per shipped probe set: name, probe count, licence")
-    v = sub.add_parser("validate", help="check a probe folder (or a shipped name)")
-    v.add_argument("path", help="folder holding corpus.jsonl and probes.jsonl, or a shipped set's name")
-    v.add_argument("--require-readme", action="store_true", help="also require README.md with a Licence line")
+    v = sub.add_parser("validate", help="check a probe folder, a shipped name or an official dataset file")
+    v.add_argument(
+        "path",
+        help="folder holding corpus.jsonl and probes.jsonl, a shipped set's name, or an official "
+        "HotpotQA, 2WikiMultihopQA, ASQA or StrategyQA JSON file",
+    )
+    v.add_argument("--require-readme", action="store_true", help="also require README.md with a Licence line (folders)")
+    v.add_argument(
+        "--format",
+        choices=PROBE_FORMATS,
+        default="auto",
+        help="how to read PATH (default auto: a folder is a flarebench set, a file is detected by its shape)",
+    )
     args = ap.parse_args(argv)
     if args.command == "list":
         return _list()
-    return _validate(args.path, args.require_readme)
+    return _validate(args.path, args.require_readme, args.format)
 
 
 if __name__ == "__main__":

@@ -13,8 +13,14 @@ but it runs on 3.11)::
     python probes/build_phantomwiki.py --pw-python /tmp/pwvenv/bin/python
 
 This script itself needs only the standard library; ``--pw-python`` names the interpreter that
-has phantom-wiki installed (default: the one running this script).  ``--out DIR`` writes
-elsewhere (default: ``probes/phantomwiki`` next to this file).  Two runs give identical files.
+has phantom-wiki installed (default: the one running this script).  ``--world NAME`` picks one of
+the shipped worlds in ``WORLDS`` (default ``phantomwiki``; ``--all`` builds every one); ``--out
+DIR`` writes elsewhere (default: ``probes/<world>`` next to this file).  Two runs give identical
+files.  The worlds other than the default also get a measured retrieval difficulty in their
+README (``probes.measure_sets``), which needs flarebench installed (bm25s); the default set's
+README is kept byte for byte as first shipped, so it has none.
+
+    python probes/build_phantomwiki.py --pw-python /tmp/pwvenv/bin/python --all
 
 Gold documents: PhantomWiki's solution traces bind only the people its Prolog query names
 (``Y_i``), not the people a derived relation passes through (a cousin is a child of a sibling of
@@ -35,20 +41,61 @@ import subprocess
 import sys
 import tempfile
 from collections import Counter, defaultdict
+from dataclasses import dataclass
 from pathlib import Path
 
 PW_VERSION = "1.0.3"
-SEED = 1
-# Generator options: two family trees of at most 25 people give a ~50-article world; question
-# depth 10 yields 20 templates of one to four hops; 10 candidates per template to choose from.
-GEN_OPTIONS = {
-    "--seed": SEED,
-    "--num-family-trees": 2,
-    "--max-family-tree-size": 25,
-    "--question-depth": 10,
-    "--num-questions-per-type": 10,
+
+
+@dataclass(frozen=True)
+class WorldSpec:
+    """One shipped PhantomWiki world: generator options, how many probes to keep, README wording.
+
+    Question depth 10 yields 20 templates of one to four hops; ``questions_per_type`` candidates
+    per template are generated to choose ``n_probes`` from.  ``measure``: put the bm25s
+    retrieval-difficulty numbers in the README (off only for the default set, whose files are
+    kept exactly as first shipped).
+    """
+
+    name: str
+    seed: int
+    family_trees: int
+    n_probes: int
+    questions_per_type: int = 10
+    max_tree_size: int = 25
+    headline: str = ""
+    size_word: str = "small"
+    measure: bool = True
+
+    def gen_options(self) -> dict[str, int]:
+        """phantom-wiki CLI options, in the order they are passed and documented."""
+        return {
+            "--seed": self.seed,
+            "--num-family-trees": self.family_trees,
+            "--max-family-tree-size": self.max_tree_size,
+            "--question-depth": 10,
+            "--num-questions-per-type": self.questions_per_type,
+        }
+
+
+# Family trees of at most 25 people: 2 trees give a ~50-article world, 4 ~100, 8 ~200.
+WORLDS = {
+    w.name: w
+    for w in (
+        WorldSpec("phantomwiki", 1, 2, 50, headline="the default probe set", measure=False),
+        WorldSpec("phantomwiki_s2", 2, 4, 50, headline="a ~100-person world (seed 2)", size_word="medium-sized"),
+        WorldSpec(
+            "phantomwiki_s3",
+            3,
+            8,
+            100,
+            questions_per_type=15,
+            headline="a ~200-person world (seed 3)",
+            size_word="larger",
+        ),
+    )
 }
-N_PROBES = 50
+DEFAULT_WORLD = "phantomwiki"
 MAX_ANSWERS = 4  # larger answer sets make set-EM meaningless for small models
 ATTRIBUTES = ("dob", "job", "hobby")
 
@@ -218,26 +265,32 @@ def slug(name: str) -> str:
     return re.sub(r"[^a-z0-9]+", "-", name.lower()).strip("-")
 
 
-def _rank(text: str) -> str:
-    # Version-independent deterministic order (unlike random.shuffle across Python versions).
-    return hashlib.sha256(f"{SEED}:{text}".encode()).hexdigest()
+def seeded_rank(seed: int, text: str) -> str:
+    """Sort key for a seeded, version-independent order: sha256 of "<seed>:<text>".
+
+    Used instead of random.shuffle, whose results may change across Python versions.
+    """
+    return hashlib.sha256(f"{seed}:{text}".encode()).hexdigest()
 
 
-def generate(pw_python: str, out_dir: str) -> None:
-    """Run phantom-wiki's CLI into out_dir with GEN_OPTIONS."""
+def generate(pw_python: str, out_dir: str, spec: WorldSpec) -> None:
+    """Run phantom-wiki's CLI into out_dir with the world's generator options."""
     check = [pw_python, "-c", "import importlib.metadata as m; print(m.version('phantom-wiki'))"]
     version = subprocess.run(check, check=False, capture_output=True, text=True).stdout.strip()
     if version != PW_VERSION:
         raise SystemExit(f"{pw_python} has phantom-wiki {version or 'not installed'}, need {PW_VERSION}")
     cmd = [pw_python, "-m", "phantom_wiki", "-od", out_dir, "--quiet"]
-    cmd += [str(x) for kv in GEN_OPTIONS.items() for x in kv]
+    cmd += [str(x) for kv in spec.gen_options().items() for x in kv]
     cmd += ["--article-format", "json", "--question-format", "json"]
     env = {**os.environ, "PYTHONHASHSEED": "0"}  # phantom-wiki iterates sets in places
     subprocess.run(cmd, check=True, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
 
 
-def convert(raw: Path) -> tuple[list[dict], list[dict]]:
-    """Turn phantom-wiki output into (corpus rows, probe rows)."""
+def convert(raw: Path, spec: WorldSpec) -> tuple[list[dict], list[dict], dict[str, int]]:
+    """Turn phantom-wiki output into (corpus rows, probe rows, generation stats).
+
+    The stats are ``generated`` (questions PhantomWiki wrote) and ``templates`` (distinct types).
+    """
     world = World((raw / "facts.pl").read_text())
     articles = json.loads((raw / "articles.json").read_text())
     corpus = [{"id": slug(a["title"]), "title": a["title"], "text": a["article"].strip()} for a in articles]
@@ -247,7 +300,8 @@ def convert(raw: Path) -> tuple[list[dict], list[dict]]:
 
     candidates: dict[int, list[dict]] = defaultdict(list)
     seen = set()
-    for q in json.loads((raw / "questions.json").read_text()):
+    questions = json.loads((raw / "questions.json").read_text())
+    for q in questions:
         answers, gold = solve(world, q["prolog"]["query"], q["prolog"]["answer"])
         if answers != sorted(q["answer"]):  # our path derivation must agree with Prolog
             raise SystemExit(f"re-derived answers differ for {q['question']!r}: {answers} != {q['answer']}")
@@ -274,20 +328,23 @@ def convert(raw: Path) -> tuple[list[dict], list[dict]]:
         )
 
     # Round-robin over templates (each in hash order) so every prefix of the set is a spread.
-    queues = {t: sorted(c, key=lambda r: _rank(r["question"])) for t, c in candidates.items()}
-    order = sorted(queues, key=lambda t: _rank(str(t)))
+    queues = {t: sorted(c, key=lambda r: seeded_rank(spec.seed, r["question"])) for t, c in candidates.items()}
+    order = sorted(queues, key=lambda t: seeded_rank(spec.seed, str(t)))
     probes: list[dict] = []
-    while len(probes) < N_PROBES and any(queues.values()):
+    while len(probes) < spec.n_probes and any(queues.values()):
         for t in order:
-            if queues[t] and len(probes) < N_PROBES:
+            if queues[t] and len(probes) < spec.n_probes:
                 probes.append(queues[t].pop(0))
-    return corpus, [{"id": f"pw-{i:04d}", **p} for i, p in enumerate(probes, 1)]
+    if len(probes) < spec.n_probes:
+        raise SystemExit(f"{spec.name}: only {len(probes)} usable questions, need {spec.n_probes}")
+    stats = {"generated": len(questions), "templates": len({q["type"] for q in questions})}
+    return corpus, [{"id": f"pw-{i:04d}", **p} for i, p in enumerate(probes, 1)], stats
 
 
 README_TEMPLATE = """\
-# phantomwiki: the default probe set
+# {name}: {headline}
 
-A small fictional world generated by PhantomWiki (Gong et al. 2025, "PhantomWiki: On-Demand
+A {size_word} fictional world generated by PhantomWiki (Gong et al. 2025, "PhantomWiki: On-Demand
 Datasets for Reasoning and Retrieval Evaluation"; PyPI `phantom-wiki` {version}, MIT licence,
 https://github.com/kilian-group/phantom-wiki): {n_docs} person articles (family, friends, date of
 birth, occupation, hobby) and {n_probes} multi-hop questions whose answers a Prolog engine computed
@@ -320,7 +377,7 @@ question depth 10), `aggregation`, `hops`, `template`, `prolog_query`.
 
 Generator options (articles and questions written as JSON, `PYTHONHASHSEED=0`):
 {options}.
-That gives 20 question templates x 10 questions.  Questions were then dropped when they repeat an earlier
+{gen_count}  Questions were then dropped when they repeat an earlier
 question, have more than {max_answers} answers, or are counts with more than one answer (the
 named start matches several people who have different counts, so the question is ambiguous).
 From what remained, {n_probes} were taken round-robin over the templates, each template's
@@ -332,7 +389,7 @@ Rebuild (identical files; the script checks its own derivation against PhantomWi
 ```
 python3 -m venv /tmp/pwvenv
 /tmp/pwvenv/bin/pip install --only-binary=:all: --ignore-requires-python phantom-wiki=={version}
-python probes/build_phantomwiki.py --pw-python /tmp/pwvenv/bin/python
+python probes/build_phantomwiki.py --pw-python /tmp/pwvenv/bin/python{world_flag}
 ```
 
 (Debian's `swi-prolog-nox` must be installed; `--only-binary` stops pip from building a NumPy
@@ -345,7 +402,7 @@ that a derived relation passes through (a cousin is a child of a sibling of a pa
 article says "the cousin of ...").  The build script therefore re-derives each hop from the base
 facts (parent, gender, friend, job, hobby, date of birth) as a path of relations that an article
 states directly (mother/father, son/daughter, brother/sister, wife/husband, friends), following
-PhantomWiki's Prolog rules, and checks that this gives exactly PhantomWiki's answers for all 200
+PhantomWiki's Prolog rules, and checks that this gives exactly PhantomWiki's answers for all {generated}
 generated questions.  `gold_doc_ids` are the articles of every person on every solution path,
 in order of first appearance along the paths: the named person (or each person matching "the
 person whose ... is ..." who leads to an answer), each intermediate person, and the answer
@@ -366,12 +423,17 @@ def _counts(values) -> str:
     return ", ".join(f"{k}: {v}" for k, v in sorted(Counter(values).items()))
 
 
-def render_readme(corpus: list[dict], probes: list[dict]) -> str:
-    """Fill README_TEMPLATE with this build's numbers."""
+def render_readme(
+    corpus: list[dict], probes: list[dict], spec: WorldSpec, stats: dict[str, int], extra: str = ""
+) -> str:
+    """Fill README_TEMPLATE with this build's numbers; ``extra`` is appended (a measured section)."""
     gold = sorted(len(p["gold_doc_ids"]) for p in probes)
-    return README_TEMPLATE.format(
+    text = README_TEMPLATE.format(
+        name=spec.name,
+        headline=spec.headline,
+        size_word=spec.size_word,
         version=PW_VERSION,
-        seed=SEED,
+        seed=spec.seed,
         max_answers=MAX_ANSWERS,
         n_docs=len(corpus),
         n_probes=len(probes),
@@ -382,8 +444,12 @@ def render_readme(corpus: list[dict], probes: list[dict]) -> str:
         gold_min=gold[0],
         gold_med=gold[len(gold) // 2],
         gold_max=gold[-1],
-        options=" ".join(f"`{k} {v}`" for k, v in GEN_OPTIONS.items()),
+        options=" ".join(f"`{k} {v}`" for k, v in spec.gen_options().items()),
+        gen_count=f"That gives {stats['templates']} question templates x {spec.questions_per_type} questions.",
+        generated=stats["generated"],
+        world_flag="" if spec.name == DEFAULT_WORLD else f" --world {spec.name}",
     )
+    return text + (f"\n{extra}" if extra else "")
 
 
 def write_jsonl(path: Path, rows: list[dict]) -> None:
@@ -393,22 +459,47 @@ def write_jsonl(path: Path, rows: list[dict]) -> None:
             f.write(json.dumps(row, ensure_ascii=False) + "\n")
 
 
+MEASURE_NOTE = """\
+How to read these: every article lists the person's relatives and friends by name, so an answer
+person's name often occurs in a retrieved article although the chain was not followed, and the
+answer-in-top-5 rate overstates what one retrieval achieves; gold recall@5 (the articles on the
+solution paths found by the question alone) is the better sign that the set needs multi-hop
+retrieval."""
+
+
+def build(spec: WorldSpec, pw_python: str, out: Path, keep_raw: Path | None = None) -> None:
+    """Generate one world and write its probe folder (corpus, probes, README) to out."""
+    with tempfile.TemporaryDirectory() as tmp:
+        raw = keep_raw or Path(tmp) / "raw"
+        generate(pw_python, str(raw), spec)
+        corpus, probes, stats = convert(Path(raw), spec)
+    out.mkdir(parents=True, exist_ok=True)
+    write_jsonl(out / "corpus.jsonl", corpus)
+    write_jsonl(out / "probes.jsonl", probes)
+    extra = ""
+    if spec.measure:
+        # Imported here: it needs bm25s, and the default world builds with the standard library only.
+        from probes.measure_sets import measure_folder, readme_section
+
+        extra = readme_section(measure_folder(out), MEASURE_NOTE)
+    (out / "README.md").write_text(render_readme(corpus, probes, spec, stats, extra), encoding="utf-8")
+    print(f"{out}: {len(probes)} probes, {len(corpus)} docs")
+
+
 def main(argv: list[str] | None = None) -> int:
     """Command-line entry point; see the module docstring."""
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--pw-python", default=sys.executable, help="Python with phantom-wiki installed")
-    ap.add_argument("--out", type=Path, default=Path(__file__).resolve().parent / "phantomwiki")
+    ap.add_argument("--world", choices=sorted(WORLDS), default=DEFAULT_WORLD, help="which world to build")
+    ap.add_argument("--all", action="store_true", help="build every world into probes/<world>")
+    ap.add_argument("--out", type=Path, help="output folder (default: probes/<world> next to this file)")
     ap.add_argument("--keep-raw", type=Path, help="also keep phantom-wiki's raw output here")
     args = ap.parse_args(argv)
-    with tempfile.TemporaryDirectory() as tmp:
-        raw = args.keep_raw or Path(tmp) / "raw"
-        generate(args.pw_python, str(raw))
-        corpus, probes = convert(Path(raw))
-    args.out.mkdir(parents=True, exist_ok=True)
-    write_jsonl(args.out / "corpus.jsonl", corpus)
-    write_jsonl(args.out / "probes.jsonl", probes)
-    (args.out / "README.md").write_text(render_readme(corpus, probes), encoding="utf-8")
-    print(f"{args.out}: {len(probes)} probes, {len(corpus)} docs")
+    if args.all and (args.out or args.keep_raw):
+        ap.error("--all writes every world to probes/<world>; --out and --keep-raw need one --world")
+    here = Path(__file__).resolve().parent
+    for name in sorted(WORLDS) if args.all else [args.world]:
+        build(WORLDS[name], args.pw_python, args.out or here / name, args.keep_raw)
     return 0
 
 

@@ -1,4 +1,5 @@
-"""Find and load probe sets: the shipped ones by name, users' folders by path."""
+"""Find and load probe sets: the shipped ones by name, users' folders by path, and the official
+files of HotpotQA, 2WikiMultihopQA, ASQA and StrategyQA by path (see probes.formats)."""
 
 from __future__ import annotations
 
@@ -11,6 +12,8 @@ from .validate import PROBES_FILE, check_folder
 
 DEFAULT_PROBE_SET = "phantomwiki"
 SHIPPED_DIR = Path(__file__).resolve().parent
+# "auto": a folder is a flarebench probe folder, a file is detected by its shape.
+PROBE_FORMATS = ("auto", "flarebench", "hotpotqa", "2wiki", "asqa", "strategyqa")
 
 
 class ProbeError(Exception):
@@ -27,7 +30,9 @@ def shipped_names() -> list[str]:
 
 
 def resolve(name_or_path: str) -> tuple[str, Path]:
-    """Return (set name, folder) for a shipped name or a folder path; ProbeError if neither."""
+    """Return (set name, path) for a shipped name, a folder or a file; ProbeError if none.
+
+    A file's set name is its name without the extension."""
     text = os.fspath(name_or_path)
     # A bare shipped name wins over a same-named folder in the working directory; ./name is the folder.
     looks_like_path = os.sep in text or (os.altsep or os.sep) in text or text.startswith((".", "~"))
@@ -36,16 +41,42 @@ def resolve(name_or_path: str) -> tuple[str, Path]:
     folder = Path(text).expanduser()
     if folder.is_dir():
         return folder.resolve().name, folder.resolve()
+    if folder.is_file():
+        return folder.stem, folder.resolve()
     names = ", ".join(shipped_names()) or "(none)"
     raise ProbeError(f"no probe set named or at '{text}'; shipped probe sets: {names}")
 
 
-def load_probe_set(name_or_path: str) -> ProbeSet:
-    """Load and validate a probe set given a shipped name (e.g. "phantomwiki") or a folder path.
+def check_format(fmt: str) -> None:
+    """ProbeError unless fmt is one of PROBE_FORMATS."""
+    if fmt not in PROBE_FORMATS:
+        raise ProbeError(f"unknown probe format '{fmt}'; one of: {', '.join(PROBE_FORMATS)}")
 
+
+def load_probe_set(name_or_path: str, fmt: str = "auto") -> ProbeSet:
+    """Load and validate a probe set given a shipped name (e.g. "phantomwiki"), a folder path,
+    or the path of an official HotpotQA, 2WikiMultihopQA, ASQA or StrategyQA file.
+
+    fmt: "auto" (a folder is read as a flarebench probe folder, a file's format is detected by
+    its shape), "flarebench", or one of probes.formats.FILE_FORMATS to force a file's format.
     Raises ProbeError when it is not found or not valid.  README.md is optional here.
     """
+    check_format(fmt)
     name, folder = resolve(name_or_path)
+    if folder.is_file():
+        if fmt == "flarebench":
+            raise ProbeError(
+                f"{name_or_path}:0: (file): a flarebench probe set is a folder holding corpus.jsonl and "
+                "probes.jsonl, not a file"
+            )
+        from .formats import FormatError, load_file  # imports `datasets` only when a file is loaded
+
+        try:
+            return load_file(os.path.expanduser(os.fspath(name_or_path)), fmt)
+        except FormatError as e:
+            raise ProbeError(str(e)) from None
+    if fmt not in ("auto", "flarebench"):
+        raise ProbeError(f"{name_or_path}:0: (folder): format '{fmt}' reads one JSON file, and this is a folder")
     checked = check_folder(folder)
     if checked.problems:
         raise ProbeError("\n".join(checked.problems))

@@ -1,0 +1,540 @@
+"""Regression gates: baseline files, tolerances, and the comparison of a run against a baseline.
+
+A baseline is a JSON file::
+
+    {
+      "version": 1,
+      "config": {...},            # the configuration fingerprint (see :func:`fingerprint`)
+      "reference": {"spec": "no_retrieval", "latency_p50_s": ..., "latency_p95_s": ...},
+      "metrics": {SPEC: {METRIC: value, ...}, ...},
+      "tolerances": {METRIC: {KIND: value, ...} | null, ...},
+      ...                         # informational keys (created_utc, command, versions) are ignored
+    }
+
+``metrics`` holds each spec's summary values under their summary column names
+(:data:`bench.metrics.SUMMARY_COLUMNS`), plus ``latency_p50_ratio`` and ``latency_p95_ratio``: the
+spec's latency divided by the reference strategy's latency measured in the same run, so a slower
+machine does not fail the gate.
+
+Tolerances (:data:`KINDS`): a metric maps to one or more bounds, or to ``null`` (not gated).
+
+* ``max_drop``: the value may fall at most this much below the baseline (absolute).
+* ``max_drop_rel``: ... at most this share of the baseline value below it (0.1 = 10%).
+* ``max_rise``: the value may rise at most this much above the baseline (absolute).
+* ``max_rise_rel``: ... at most this share of the baseline value above it.
+
+When a metric has both an absolute and a relative bound on the same side, the looser one applies.
+Metrics without an entry in the file's ``tolerances`` are not gated. A value is compared with a
+slack of 1e-9, so a bound met exactly is met despite float rounding.
+
+Nothing here loads a model; the session (:mod:`bench.session`) and the plugin call in.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import hashlib
+import json
+import math
+import numbers
+import sys
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from bench.metrics import SUMMARY_COLUMNS
+
+VERSION = 1
+
+#: The strategy whose latency every other spec's latency is divided by (run by the gate when not asked for).
+DEFAULT_REFERENCE = "no_retrieval"
+
+#: The latency ratios the gate derives from the summary (spec latency / reference latency, same run).
+RATIO_METRICS = {"latency_p50_ratio": "latency_p50_s", "latency_p95_ratio": "latency_p95_s"}
+
+#: Every metric a baseline stores and a tolerance may name.
+METRICS: tuple[str, ...] = tuple(c for c in SUMMARY_COLUMNS if c != "strategy") + tuple(RATIO_METRICS)
+
+KINDS = ("max_drop", "max_drop_rel", "max_rise", "max_rise_rel")
+
+#: Default tolerances: they absorb the small cross-machine drift of DESIGN.md (a few flipped probes
+#: on a probe set of ~50; a short smoke run stores looser ones in its own baseline).
+DEFAULT_TOLERANCES: dict[str, dict[str, float] | None] = {
+    "em": {"max_drop": 0.05},
+    "f1": {"max_drop": 0.05},
+    "retrievals_per_q": {"max_rise_rel": 0.10},
+    "lm_calls_per_q": {"max_rise_rel": 0.10},
+    "prompt_tokens_per_q": {"max_rise_rel": 0.10},
+    "completion_tokens_per_q": {"max_rise_rel": 0.10},
+    "latency_p95_ratio": {"max_rise_rel": 0.25},
+}
+
+_SLACK = 1e-9
+
+
+class GateError(ValueError):
+    """A bad baseline file, tolerance or gate option: shown as one line, never a traceback."""
+
+
+# --------------------------------------------------------------------------------------------
+# Tolerances
+# --------------------------------------------------------------------------------------------
+
+
+def _number(value: Any) -> float | None:
+    """A finite number (an int stays an int), or None for anything else; bools are not numbers here."""
+    if isinstance(value, bool) or not isinstance(value, numbers.Real):
+        return None
+    if isinstance(value, numbers.Integral):
+        return int(value)
+    value = float(value)
+    return value if math.isfinite(value) else None
+
+
+def validate_tolerances(obj: Any, where: str = "tolerances") -> dict[str, dict[str, float] | None]:
+    """Check a tolerances mapping (as read from a file) and return a clean copy; GateError names the
+    first bad field."""
+    if not isinstance(obj, dict):
+        raise GateError(f"{where}: expected an object of METRIC: {{KIND: value}}, got {type(obj).__name__}")
+    out: dict[str, dict[str, float] | None] = {}
+    for metric, bounds in obj.items():
+        if metric not in METRICS:
+            raise GateError(f"{where}.{metric}: unknown metric; metrics: {', '.join(METRICS)}")
+        out[metric] = _bounds(bounds, f"{where}.{metric}")
+    return out
+
+
+def _bounds(bounds: Any, where: str) -> dict[str, float] | None:
+    if bounds is None:
+        return None
+    if not isinstance(bounds, dict) or not bounds:
+        raise GateError(f"{where}: expected {{KIND: value}} or null, got {bounds!r}")
+    clean: dict[str, float] = {}
+    for kind, value in bounds.items():
+        if kind not in KINDS:
+            raise GateError(f"{where}: unknown kind {kind!r}; kinds: {', '.join(KINDS)}")
+        number = _number(value)
+        if number is None or number < 0:
+            raise GateError(f"{where}: {kind} must be a number >= 0, got {value!r}")
+        clean[kind] = number
+    return clean
+
+
+def apply_overrides(
+    tolerances: dict[str, dict[str, float] | None], overrides: list[str] | None
+) -> dict[str, dict[str, float] | None]:
+    """Apply ``--tolerance METRIC=SPEC`` options to a copy of ``tolerances``.
+
+    SPEC is ``KIND:VALUE[,KIND:VALUE]`` (replaces the metric's bounds), a bare ``VALUE`` (sets the
+    value of the metric's one current kind), or ``off`` (the metric is not gated).
+    """
+    out = {m: (dict(b) if b else b) for m, b in tolerances.items()}
+    for item in overrides or []:
+        metric, eq, spec = item.partition("=")
+        metric, spec = metric.strip(), spec.strip()
+        where = f"--tolerance {item}"
+        if not eq or not metric or not spec:
+            raise GateError(f"{where}: expected METRIC=KIND:VALUE, METRIC=VALUE or METRIC=off")
+        if metric not in METRICS:
+            raise GateError(f"{where}: unknown metric {metric!r}; metrics: {', '.join(METRICS)}")
+        if spec.lower() in ("off", "none", "null"):
+            out[metric] = None
+            continue
+        if ":" not in spec:
+            current = out.get(metric) or {}
+            if len(current) != 1:
+                raise GateError(
+                    f"{where}: {metric} has {'no bound' if not current else 'several bounds'}; "
+                    f"name the kind, e.g. {metric}=max_drop:{spec} (kinds: {', '.join(KINDS)})"
+                )
+            spec = f"{next(iter(current))}:{spec}"
+        bounds: dict[str, Any] = {}
+        for part in filter(None, (p.strip() for p in spec.split(","))):
+            kind, colon, raw = part.partition(":")
+            try:
+                bounds[kind.strip()] = float(raw) if colon else None
+            except ValueError:
+                bounds[kind.strip()] = raw
+        out[metric] = _bounds(bounds, where)
+    return out
+
+
+# --------------------------------------------------------------------------------------------
+# Comparison (pure functions)
+# --------------------------------------------------------------------------------------------
+
+
+def _fmt(x: float) -> str:
+    return f"{x:.6g}"
+
+
+@dataclass(frozen=True)
+class Breach:
+    """One broken metric: what it was, what it is, and the bound it had to meet."""
+
+    metric: str
+    baseline: float
+    new: float
+    bound: float
+    side: str  # ">=" (may not drop below) or "<=" (may not rise above)
+    rule: str  # the tolerance that set the bound, e.g. "max_drop 0.05"
+
+    def line(self) -> str:
+        return (
+            f"{self.metric}: baseline {_fmt(self.baseline)}, new {_fmt(self.new)}, "
+            f"allowed {self.side} {_fmt(self.bound)} ({self.rule})"
+        )
+
+
+def bounds_for(
+    baseline: float, tolerance: dict[str, float]
+) -> tuple[tuple[float, str] | None, tuple[float, str] | None]:
+    """The (lowest allowed, rule) and (highest allowed, rule) values for a baseline value; the
+    looser bound wins where a side has two."""
+    low = high = None
+    for kind, value in tolerance.items():
+        if kind == "max_drop":
+            cand = (baseline - value, f"max_drop {_fmt(value)}")
+        elif kind == "max_drop_rel":
+            cand = (baseline - abs(baseline) * value, f"max_drop_rel {_fmt(value)}")
+        elif kind == "max_rise":
+            cand = (baseline + value, f"max_rise {_fmt(value)}")
+        else:
+            cand = (baseline + abs(baseline) * value, f"max_rise_rel {_fmt(value)}")
+        if kind.startswith("max_drop"):
+            low = cand if low is None or cand[0] < low[0] else low
+        else:
+            high = cand if high is None or cand[0] > high[0] else high
+    return low, high
+
+
+def compare(
+    baseline: dict[str, float | None], new: dict[str, float | None], tolerances: dict[str, dict[str, float] | None]
+) -> list[Breach]:
+    """The metrics of ``new`` that break their tolerance against ``baseline``, in tolerance order.
+    A metric missing (or null) on either side is not compared."""
+    out = []
+    for metric, tolerance in tolerances.items():
+        if not tolerance:
+            continue
+        was, now = _number(baseline.get(metric)), _number(new.get(metric))
+        if was is None or now is None:
+            continue
+        low, high = bounds_for(was, tolerance)
+        if low is not None and now < low[0] - _SLACK:
+            out.append(Breach(metric, was, now, low[0], ">=", low[1]))
+        elif high is not None and now > high[0] + _SLACK:
+            out.append(Breach(metric, was, now, high[0], "<=", high[1]))
+    return out
+
+
+def with_ratios(row: dict[str, Any], reference: dict[str, Any] | None) -> dict[str, float | None]:
+    """A summary row as gate metrics: every numeric summary column (NaN as None) plus the latency
+    ratios to ``reference`` (a summary row of the same run; None where it has no latency)."""
+    out: dict[str, float | None] = {}
+    for col in METRICS:
+        if col in RATIO_METRICS:
+            num = _number(row.get(RATIO_METRICS[col]))
+            den = _number((reference or {}).get(RATIO_METRICS[col]))
+            out[col] = num / den if num is not None and den else None
+        else:
+            out[col] = _number(row.get(col))
+    return out
+
+
+# --------------------------------------------------------------------------------------------
+# Configuration fingerprint
+# --------------------------------------------------------------------------------------------
+
+
+def fingerprint(config: dict[str, Any], strategies: dict[str, Any], n_probes: int) -> dict[str, Any]:
+    """What must match for two runs' metrics to be comparable, from a session's ``config``.
+
+    The probe set (by name and content hash; its path is left out, it differs between machines)
+    and how many of its probes ran, the LM, the retriever, and per spec its parameters and the hash
+    of its static prompts (the run-wide prompt hash depends on which specs ran together).
+    """
+    probes = {k: v for k, v in config["probes"].items() if k != "source"}
+    return {
+        "probes": {**probes, "limit": n_probes},
+        "lm": config["lm"],
+        "retriever": config["retriever"],
+        "strategies": dict(config["strategies"]),
+        "prompts_sha256": {
+            spec: hashlib.sha256("\0".join(sorted(s.static_prompts())).encode()).hexdigest()
+            for spec, s in strategies.items()
+        },
+    }
+
+
+def _view(fp: dict[str, Any], specs: list[str]) -> dict[str, Any]:
+    absent = "<absent>"
+    out = {k: v for k, v in fp.items() if k not in ("strategies", "prompts_sha256")}
+    for key in ("strategies", "prompts_sha256"):
+        part = fp.get(key) if isinstance(fp.get(key), dict) else {}
+        out[key] = {spec: part.get(spec, absent) for spec in specs}
+    return out
+
+
+def config_difference(baseline: dict[str, Any], run: dict[str, Any], specs: list[str]) -> str | None:
+    """The first field where the run's fingerprint differs from the baseline's, looking only at the
+    given specs among the strategies; None when they match."""
+    from bench.session import first_difference
+
+    return first_difference(_view(baseline, specs), _view(run, specs))
+
+
+# --------------------------------------------------------------------------------------------
+# Baseline files
+# --------------------------------------------------------------------------------------------
+
+
+@dataclass
+class Baseline:
+    path: Path
+    config: dict[str, Any]
+    reference: str
+    metrics: dict[str, dict[str, float | None]]
+    tolerances: dict[str, dict[str, float] | None]
+
+
+def load_baseline(path: str | Path) -> Baseline:
+    """Read and validate a baseline file; GateError (``FILE: what is wrong``) otherwise."""
+    path = Path(path)
+    try:
+        text = path.read_text(encoding="utf-8")
+    except FileNotFoundError:
+        raise GateError(f"{path}: baseline not found") from None
+    except (OSError, UnicodeDecodeError) as e:
+        raise GateError(f"{path}: cannot read the baseline ({e})") from None
+    try:
+        data = json.loads(text)
+    except ValueError as e:
+        raise GateError(f"{path}: not a flarebench baseline: not valid JSON ({e})") from None
+    if not isinstance(data, dict) or "version" not in data or "metrics" not in data:
+        raise GateError(f'{path}: not a flarebench baseline (expected a JSON object with "version" and "metrics")')
+    if data["version"] != VERSION:
+        raise GateError(
+            f"{path}: baseline version {data['version']!r} is not supported (this flarebench reads {VERSION})"
+        )
+
+    def bad(where: str, what: str) -> GateError:
+        return GateError(f"{path}: {where}: {what}")
+
+    for key in ("config", "metrics", "tolerances"):
+        if not isinstance(data.get(key), dict):
+            raise bad(key, "missing" if key not in data else f"expected an object, got {type(data[key]).__name__}")
+    ref = data.get("reference", {"spec": DEFAULT_REFERENCE})
+    if not isinstance(ref, dict) or not isinstance(ref.get("spec"), str) or not ref["spec"]:
+        raise bad("reference", 'expected {"spec": SPEC, ...}')
+    metrics: dict[str, dict[str, float | None]] = {}
+    if not data["metrics"]:
+        raise bad("metrics", "holds no strategy")
+    for spec, values in data["metrics"].items():
+        if not isinstance(values, dict):
+            raise bad(f"metrics.{spec}", f"expected an object of METRIC: value, got {type(values).__name__}")
+        row: dict[str, float | None] = {}
+        for metric, value in values.items():
+            if value is not None and _number(value) is None:
+                raise bad(f"metrics.{spec}.{metric}", f"not a number: {value!r}")
+            row[metric] = _number(value)
+        metrics[spec] = row
+    try:
+        tolerances = validate_tolerances(data["tolerances"])
+    except GateError as e:
+        raise GateError(f"{path}: {e}") from None
+    for key in ("probes", "lm", "retriever", "strategies"):
+        if not isinstance(data["config"].get(key), dict):
+            raise bad(f"config.{key}", "missing or not an object")
+    return Baseline(path, data["config"], ref["spec"], metrics, tolerances)
+
+
+# --------------------------------------------------------------------------------------------
+# A session's gate: which specs run, what is checked, what is saved
+# --------------------------------------------------------------------------------------------
+
+
+@dataclass
+class Gating:
+    """The gate options of one run, resolved: the baseline (``--gate``), where to save one
+    (``--save-baseline``), the effective tolerances, the reference spec and the specs to run."""
+
+    baseline: Baseline | None = None
+    save_to: Path | None = None
+    tolerances: dict[str, dict[str, float] | None] = field(default_factory=dict)
+    across_configs: bool = False
+    reference: str = DEFAULT_REFERENCE
+    wanted: list[str] = field(default_factory=list)  # the specs gated / saved (the user's)
+    specs: list[str] = field(default_factory=list)  # the specs to run, the reference first
+    difference: str | None = None  # the config difference accepted with --gate-across-configs
+    fp: dict[str, Any] | None = None  # this run's fingerprint (set by :meth:`bind`)
+    verdicts: dict[str, list[str]] = field(default_factory=dict)
+
+    @property
+    def active(self) -> bool:
+        return self.baseline is not None or self.save_to is not None
+
+    @classmethod
+    def from_options(
+        cls,
+        strategy: list[str] | None,
+        gate: str | None = None,
+        save_baseline: str | None = None,
+        tolerance: list[str] | None = None,
+        gate_across_configs: bool = False,
+    ) -> Gating:
+        """Resolve the options; load and validate the baseline. Raises GateError."""
+        from strategies.registry import expand
+
+        if not gate and not save_baseline:
+            if tolerance:
+                raise GateError("--tolerance applies to --gate or --save-baseline; neither was given")
+            if gate_across_configs:
+                raise GateError("--gate-across-configs applies to --gate, which was not given")
+            return cls(specs=expand(strategy))
+        baseline = load_baseline(gate) if gate else None
+        if gate_across_configs and baseline is None:
+            raise GateError("--gate-across-configs applies to --gate, which was not given")
+        if baseline is not None:
+            wanted = expand(strategy) if strategy else list(baseline.metrics)
+            missing = [s for s in wanted if s not in baseline.metrics]
+            if missing:
+                raise GateError(
+                    f"{baseline.path}: no baseline for {', '.join(missing)} "
+                    f"(it holds {', '.join(baseline.metrics)}); drop it from --strategy or save a new baseline"
+                )
+            base_tolerances, reference = baseline.tolerances, baseline.reference
+        else:
+            wanted = expand(strategy)
+            base_tolerances, reference = dict(DEFAULT_TOLERANCES), DEFAULT_REFERENCE
+        return cls(
+            baseline=baseline,
+            save_to=Path(save_baseline) if save_baseline else None,
+            tolerances=apply_overrides(base_tolerances, tolerance),
+            across_configs=gate_across_configs,
+            reference=reference,
+            wanted=wanted,
+            specs=[reference] + [s for s in wanted if s != reference],
+        )
+
+    # -- at session start ------------------------------------------------------------------
+
+    def bind(self, fp: dict[str, Any]) -> None:
+        """Take the run's fingerprint (see :func:`fingerprint`); refuse a run whose fingerprint
+        differs from the baseline's, unless comparing across configurations."""
+        self.fp = fp
+        if self.baseline is None:
+            return
+        diff = config_difference(self.baseline.config, fp, [self.reference, *self.wanted])
+        if diff and not self.across_configs:
+            raise GateError(
+                f"{self.baseline.path} was made with a different configuration: {diff}; "
+                "use --gate-across-configs to compare anyway"
+            )
+        self.difference = diff
+
+    def warm_up(self, session) -> None:
+        """Before a gated run is timed: evaluate the static prompt prefix of every strategy it runs
+        (the LM keeps each prefix's state and restores it before every call) and make one
+        retrieval. One-time costs (the model's weights paged in, each prefix's evaluation, first
+        allocations) then land in no strategy's latency, and a strategy's latency does not depend
+        on which strategies ran before it. Nothing a probe produces is made or reused here."""
+        from strategies.lm import LMError, Prompt
+
+        if not self.active:
+            return
+        statics = dict.fromkeys(p for s in session.strategies.values() for p in s.static_prompts())
+        for static in statics:
+            try:
+                session.lm_backend.generate(Prompt(static, " "), 1, purpose="warm_up")
+            except LMError:
+                pass  # the strategy's own first call reports what is wrong
+        session.retriever_backend.search("warm up", 1)
+
+    def record(self) -> dict[str, Any]:
+        """What run.json records about the gate."""
+        return {
+            "baseline": str(self.baseline.path) if self.baseline else None,
+            "save_baseline": str(self.save_to) if self.save_to else None,
+            "reference": self.reference,
+            "gated": self.wanted,
+            "tolerances": self.tolerances,
+            "across_configs": self.across_configs,
+            "config_difference": self.difference,
+        }
+
+    # -- after each spec ran -----------------------------------------------------------------
+
+    @staticmethod
+    def rows(summary) -> dict[str, dict[str, Any]]:
+        return {row["strategy"]: row for row in summary.to_dict("records")}
+
+    def check(self, spec: str, summary) -> list[str]:
+        """The broken-metric lines of ``spec`` against the baseline (empty when it passes or is
+        not gated). ``summary`` is the run's summary frame, the reference's row included."""
+        if self.baseline is None or spec not in self.wanted:
+            return []
+        rows = self.rows(summary)
+        if spec not in rows:
+            lines = [f"{spec}: no probe was scored"]
+        elif self.reference not in rows and any(m in RATIO_METRICS and t for m, t in self.tolerances.items()):
+            lines = [f"latency ratios: the reference {self.reference} did not run"]
+        else:
+            new = with_ratios(rows[spec], rows.get(self.reference))
+            lines = [b.line() for b in compare(self.baseline.metrics[spec], new, self.tolerances)]
+        self.verdicts[spec] = lines
+        return lines
+
+    def write_verdicts(self, run_dir: Path) -> None:
+        """``gate.json`` in the run folder: the baseline and each gated spec's broken metrics."""
+        from bench.report import write_atomic
+
+        info = {
+            "baseline": str(self.baseline.path) if self.baseline else None,
+            "config_difference": self.difference,
+            "passed": {spec: not lines for spec, lines in self.verdicts.items()},
+            "broken": {spec: lines for spec, lines in self.verdicts.items() if lines},
+        }
+        write_atomic(Path(run_dir) / "gate.json", json.dumps(info, indent=2) + "\n")
+
+    # -- at the end ------------------------------------------------------------------------
+
+    def baseline_document(self, summary) -> dict[str, Any]:
+        """The baseline JSON for the wanted specs of this run."""
+        rows = self.rows(summary)
+        ref = rows.get(self.reference, {})
+        return {
+            "version": VERSION,
+            "config": self.fp,
+            "reference": {
+                "spec": self.reference,
+                "latency_p50_s": _number(ref.get("latency_p50_s")),
+                "latency_p95_s": _number(ref.get("latency_p95_s")),
+            },
+            "metrics": {spec: with_ratios(rows[spec], ref) for spec in self.wanted if spec in rows},
+            "tolerances": self.tolerances,
+            "created_utc": dt.datetime.now(dt.UTC).isoformat(timespec="seconds"),
+            "command": " ".join(sys.argv),
+        }
+
+    def save(self, summary) -> str:
+        """Write the baseline when every wanted spec and the reference ran with no probe error
+        (and, under --gate, passed it); returns a one-line account of what was done."""
+        if self.save_to is None:
+            return ""
+        rows = self.rows(summary)
+        missing = [s for s in [self.reference, *self.wanted] if s not in rows]
+        if missing:
+            return f"baseline not saved: {', '.join(missing)} did not run"
+        bad = [s for s in [self.reference, *self.wanted] if rows[s].get("errors")]
+        if bad:
+            return f"baseline not saved: {', '.join(bad)} had probe errors"
+        broken = [s for s, lines in self.verdicts.items() if lines]
+        if broken:
+            return f"baseline not saved: {', '.join(broken)} broke the gate"
+        doc = self.baseline_document(summary)
+        self.save_to.parent.mkdir(parents=True, exist_ok=True)
+        from bench.report import write_atomic
+
+        write_atomic(self.save_to, json.dumps(doc, indent=2) + "\n")
+        return f"baseline saved: {self.save_to} ({', '.join(self.wanted)})"

@@ -1,0 +1,172 @@
+"""How hard is retrieval on each probe set?  bm25s with the question as the query, top 5.
+
+``python -m probes.measure_sets`` prints one row per shipped probe set:
+
+- ``answer@5``: share of probes where any gold answer string occurs in the title or text of the
+  top-5 documents (case-insensitive, whole words: the same test the open-domain builders use to
+  keep questions).  Left out, and counted in ``measured``: yes/no probes (the answer is not a
+  string in any document) and PhantomWiki's "how many" probes (a count is never written out).
+- ``recall@5``: mean share of a probe's gold documents among the top 5, over probes that have
+  gold documents (``n/a`` when none has).
+
+A low answer@5 means one retrieval with the question rarely finds the answer: the set needs
+multi-hop (or active) retrieval.  The retriever is the project's default, ``strategies.bm25``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import re
+import sys
+from dataclasses import dataclass
+from pathlib import Path
+
+from .load import load_probe_set, shipped_names
+from .model import Probe, ProbeSet
+
+K = 5
+_WORD = re.compile(r"\w")
+
+
+def normalise(text: str) -> str:
+    """Casefold and collapse whitespace, so matching ignores case and line breaks."""
+    return " ".join(text.split()).casefold()
+
+
+def answer_pattern(answer: str) -> re.Pattern | None:
+    """A regex finding ``answer`` as whole words in normalised text; None if it has no word character.
+
+    Whole words: the match may not be preceded or followed by a letter, digit or underscore, so
+    "18" is not found in "1918" and "Paris" not in "Parisian".
+    """
+    norm = normalise(answer)
+    if not _WORD.search(norm):
+        return None  # e.g. an emoji alias: it cannot be matched reliably
+    return re.compile(r"(?<!\w)" + re.escape(norm) + r"(?!\w)")
+
+
+def mentions(text: str, answers: list[str]) -> bool:
+    """True when any of ``answers`` occurs in ``text`` (case-insensitive, whole words)."""
+    norm = normalise(text)
+    return any(p.search(norm) for a in answers if (p := answer_pattern(a)))
+
+
+def answer_is_textual(probe: Probe) -> bool:
+    """Whether the answer can be looked for in documents: not yes/no, not a count."""
+    if probe.answer_type == "yes_no" or probe.metadata.get("aggregation"):
+        return False
+    return any(answer_pattern(a) for a in probe.answers)
+
+
+@dataclass
+class Difficulty:
+    """Retrieval difficulty of one probe set (see the module docstring)."""
+
+    name: str
+    probes: int
+    docs: int
+    answer_measured: int
+    answer_at_k: float | None
+    gold_measured: int
+    recall_at_k: float | None
+    k: int = K
+
+
+def measure(ps: ProbeSet, k: int = K) -> Difficulty:
+    """Run bm25s over the set's own corpus with each question and score the top k."""
+    from strategies.bm25 import BM25Retriever  # bm25s: only needed when measuring
+
+    retriever = BM25Retriever(ps.corpus)
+    hits = measured = 0
+    recalls: list[float] = []
+    for probe in ps.probes:
+        top, _ = retriever.search(probe.question, k)
+        if answer_is_textual(probe):
+            measured += 1
+            hits += any(mentions(f"{p.title}\n{p.text}", probe.answers) for p in top)
+        if probe.gold_doc_ids:
+            found = {p.id for p in top} & set(probe.gold_doc_ids)
+            recalls.append(len(found) / len(probe.gold_doc_ids))
+    return Difficulty(
+        name=ps.name,
+        probes=len(ps.probes),
+        docs=len(ps.corpus),
+        answer_measured=measured,
+        answer_at_k=hits / measured if measured else None,
+        gold_measured=len(recalls),
+        recall_at_k=sum(recalls) / len(recalls) if recalls else None,
+        k=k,
+    )
+
+
+def measure_folder(path, k: int = K) -> Difficulty:
+    """measure() on the probe folder (or shipped name) at ``path``."""
+    return measure(load_probe_set(str(path)), k)
+
+
+def _fmt(x: float | None) -> str:
+    return "n/a" if x is None else f"{x:.2f}"
+
+
+def readme_section(d: Difficulty, note: str = "") -> str:
+    """A README section stating the measured difficulty, as the build scripts write it; ``note``
+    (a paragraph on how to read the numbers for this kind of set) is appended."""
+    left_out = d.probes - d.answer_measured
+    why = f'; {left_out} yes/no or "how many" probes left out: their answer is not a string' if left_out else ""
+    answer = (
+        f"{_fmt(d.answer_at_k)}: the share of probes for which some answer string occurs (case-insensitive,\n"
+        f"  whole words) in the title or text of a top-{d.k} document, over the {d.answer_measured} probes\n"
+        f"  with a textual answer{why}"
+        if d.answer_measured
+        else "n/a (no probe has an answer that is a string in the documents: yes/no or counts)"
+    )
+    recall = (
+        f"{_fmt(d.recall_at_k)} (mean over the {d.gold_measured} probes with gold documents)"
+        if d.gold_measured
+        else "n/a (no probe has gold documents)"
+    )
+    return f"""## Retrieval difficulty
+
+Measured with `python -m probes.measure_sets`: the project's bm25s retriever (Lucene BM25, k1 0.9,
+b 0.4, Porter stemmer) over this corpus, each question as the query, top {d.k}.
+
+- answer-in-top-{d.k}: {answer}
+- gold recall@{d.k}: {recall}
+""" + (f"\n{note}\n" if note else "")
+
+
+def folder_bytes(path: Path) -> int:
+    """Size on disk of a probe folder's files (corpus, probes, README)."""
+    return sum(f.stat().st_size for f in Path(path).iterdir() if f.is_file())
+
+
+def table(rows: list[Difficulty], sizes: dict[str, int]) -> str:
+    """A Markdown table of measured sets."""
+    lines = [
+        f"| set | probes | docs | size KB | answer@{K} (measured) | recall@{K} (with gold) |",
+        "|---|---:|---:|---:|---|---|",
+    ]
+    for d in rows:
+        lines.append(
+            f"| {d.name} | {d.probes} | {d.docs} | {sizes[d.name] / 1024:.0f} | {_fmt(d.answer_at_k)}"
+            f" ({d.answer_measured}) | {_fmt(d.recall_at_k)} ({d.gold_measured}) |"
+        )
+    return "\n".join(lines)
+
+
+def main(argv: list[str] | None = None) -> int:
+    """Print the difficulty table for the named (default: all shipped) probe sets."""
+    ap = argparse.ArgumentParser(prog="python -m probes.measure_sets", description=__doc__.split("\n\n")[0])
+    ap.add_argument("sets", nargs="*", help="shipped names or folders (default: every shipped set)")
+    args = ap.parse_args(argv)
+    rows, sizes = [], {}
+    for name in args.sets or shipped_names():
+        ps = load_probe_set(name)
+        rows.append(measure(ps))
+        sizes[ps.name] = folder_bytes(ps.path)
+    print(table(rows, sizes))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

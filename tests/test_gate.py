@@ -1,0 +1,536 @@
+"""Regression gates (bench/gate.py): tolerances and the comparison as pure functions, baseline files,
+the gate through the console script and through `pytest bench` with a scripted LM (fast), and end to
+end with the real model in subprocesses (marked `model`)."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+import bench.session
+from bench import cli
+from bench.gate import (
+    DEFAULT_TOLERANCES,
+    GateError,
+    Gating,
+    apply_overrides,
+    compare,
+    config_difference,
+    load_baseline,
+    validate_tolerances,
+    with_ratios,
+)
+from strategies.prompts import CLOSED_BOOK
+from strategies.registry import names
+from tests.scripted import ScriptedLM
+
+pytest_plugins = ["pytester"]
+
+# Register the built-in strategies now: in-process pytest runs (pytester) drop the modules they
+# import afterwards, and a strategy imported again would be registered twice.
+names()
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+# --------------------------------------------------------------------------------------------
+# The comparison, as pure functions
+# --------------------------------------------------------------------------------------------
+
+
+def test_a_run_that_meets_the_baseline_passes_and_a_worse_one_breaks_it():
+    base = {"em": 0.5, "f1": 0.6, "lm_calls_per_q": 2.0, "latency_p95_ratio": 2.0}
+    assert compare(base, dict(base), DEFAULT_TOLERANCES) == []
+    assert (
+        compare(base, {**base, "em": 0.46, "lm_calls_per_q": 2.2, "latency_p95_ratio": 2.5}, DEFAULT_TOLERANCES) == []
+    )
+    worse = {"em": 0.4, "f1": 0.6, "lm_calls_per_q": 2.5, "latency_p95_ratio": 2.6}
+    assert [b.line() for b in compare(base, worse, DEFAULT_TOLERANCES)] == [
+        "em: baseline 0.5, new 0.4, allowed >= 0.45 (max_drop 0.05)",
+        "lm_calls_per_q: baseline 2, new 2.5, allowed <= 2.2 (max_rise_rel 0.1)",
+        "latency_p95_ratio: baseline 2, new 2.6, allowed <= 2.5 (max_rise_rel 0.25)",
+    ]
+    # Improvements never break a gate.
+    assert (
+        compare(base, {"em": 1.0, "f1": 1.0, "lm_calls_per_q": 1.0, "latency_p95_ratio": 1.0}, DEFAULT_TOLERANCES) == []
+    )
+
+
+def test_bounds_edge_cases():
+    # A bound met exactly is met despite float rounding (0.4 - 0.05 = 0.35000000000000003).
+    assert compare({"em": 0.4}, {"em": 0.35}, {"em": {"max_drop": 0.05}}) == []
+    # A relative rise from 0 allows nothing: a strategy that never retrieved now retrieves.
+    (breach,) = compare({"retrievals_per_q": 0.0}, {"retrievals_per_q": 1.0}, DEFAULT_TOLERANCES)
+    assert breach.line() == "retrievals_per_q: baseline 0, new 1, allowed <= 0 (max_rise_rel 0.1)"
+    # Two bounds on one side: the looser applies.
+    both = {"prompt_tokens_per_q": {"max_rise_rel": 0.1, "max_rise": 50}}
+    assert compare({"prompt_tokens_per_q": 100.0}, {"prompt_tokens_per_q": 140.0}, both) == []
+    assert compare({"prompt_tokens_per_q": 1000.0}, {"prompt_tokens_per_q": 1090.0}, both) == []
+    assert compare({"prompt_tokens_per_q": 1000.0}, {"prompt_tokens_per_q": 1110.0}, both)[0].bound == 1100
+    # Relative drop; null (not gated); metrics missing or null on either side are skipped.
+    assert compare({"f1": 0.5}, {"f1": 0.44}, {"f1": {"max_drop_rel": 0.1}})[0].bound == 0.45
+    assert compare({"em": 1.0}, {"em": 0.0}, {"em": None}) == []
+    assert compare({"recall": None}, {"recall": 0.1}, {"recall": {"max_drop": 0}}) == []
+    assert compare({}, {"em": 0.0}, DEFAULT_TOLERANCES) == []
+
+
+def test_latency_ratio_is_against_the_reference_of_the_same_run():
+    row = {"strategy": "single_time", "em": 0.5, "recall": float("nan"), "latency_p50_s": 3.0, "latency_p95_s": 6.0}
+    ref = {"strategy": "no_retrieval", "latency_p50_s": 1.5, "latency_p95_s": 2.0}
+    metrics = with_ratios(row, ref)
+    assert metrics["latency_p95_ratio"] == 3.0 and metrics["latency_p50_ratio"] == 2.0
+    assert metrics["em"] == 0.5 and metrics["recall"] is None and metrics["latency_p95_s"] == 6.0
+    assert with_ratios(row, None)["latency_p95_ratio"] is None
+    assert with_ratios(row, {**ref, "latency_p95_s": 0.0})["latency_p95_ratio"] is None
+
+
+def test_tolerance_overrides_from_the_command_line():
+    out = apply_overrides(
+        DEFAULT_TOLERANCES,
+        [
+            "em=0.2",
+            "f1=max_drop_rel:0.3",
+            "latency_p95_ratio=off",
+            "recall=max_drop:0.1",
+            "lm_calls_per_q=max_rise:1,max_rise_rel:0.2",
+        ],
+    )
+    assert out["em"] == {"max_drop": 0.2} and out["f1"] == {"max_drop_rel": 0.3}
+    assert out["latency_p95_ratio"] is None and out["recall"] == {"max_drop": 0.1}
+    assert out["lm_calls_per_q"] == {"max_rise": 1.0, "max_rise_rel": 0.2}
+    assert DEFAULT_TOLERANCES["em"] == {"max_drop": 0.05}  # the defaults are not touched
+    for bad, message in [
+        ("emm=0.1", "--tolerance emm=0.1: unknown metric 'emm'"),
+        ("em", "expected METRIC=KIND:VALUE"),
+        ("recall=0.1", "recall has no bound; name the kind, e.g. recall=max_drop:0.1"),
+        ("em=max_dorp:0.1", "--tolerance em=max_dorp:0.1: unknown kind 'max_dorp'"),
+        ("em=max_drop:x", "--tolerance em=max_drop:x: max_drop must be a number >= 0, got 'x'"),
+        ("em=max_drop:-1", "must be a number >= 0"),
+    ]:
+        with pytest.raises(GateError, match=message.replace(".", r"\.").replace("(", r"\(")):
+            apply_overrides(DEFAULT_TOLERANCES, [bad])
+
+
+def test_tolerances_in_a_file_are_validated():
+    assert validate_tolerances({"em": {"max_drop": 1}, "f1": None}) == {"em": {"max_drop": 1.0}, "f1": None}
+    with pytest.raises(GateError, match=r"tolerances\.speed: unknown metric"):
+        validate_tolerances({"speed": {"max_drop": 1}})
+    with pytest.raises(GateError, match=r"tolerances\.em: expected \{KIND: value\} or null"):
+        validate_tolerances({"em": 0.05})
+    with pytest.raises(GateError, match=r"tolerances\.em: max_drop must be a number >= 0, got True"):
+        validate_tolerances({"em": {"max_drop": True}})
+
+
+def _fingerprint(k=3, source="phantomwiki", limit=3):
+    return {
+        "probes": {"name": "phantomwiki", "hash": "h", "limit": limit},
+        "lm": {"name": "llamacpp:smollm2", "sha256": "s"},
+        "retriever": {"name": "bm25s"},
+        "strategies": {"no_retrieval": {"k": 3, "max_tokens": 128}, "single_time": {"k": k, "max_tokens": 128}},
+        "prompts_sha256": {"no_retrieval": "a", "single_time": "b"},
+    }
+
+
+def test_config_difference_names_the_first_differing_field_of_the_gated_specs():
+    specs = ["no_retrieval", "single_time"]
+    assert config_difference(_fingerprint(), _fingerprint(), specs) is None
+    assert config_difference(_fingerprint(), _fingerprint(limit=5), specs) == "probes.limit (was 3, now 5)"
+    assert config_difference(_fingerprint(), _fingerprint(k=5), specs) == "strategies.single_time.k (was 3, now 5)"
+    # Specs of the baseline that this run does not gate are not compared.
+    assert config_difference(_fingerprint(), _fingerprint(k=5), ["no_retrieval"]) is None
+    other = _fingerprint()
+    other["prompts_sha256"]["no_retrieval"] = "changed"
+    assert config_difference(_fingerprint(), other, specs) == "prompts_sha256.no_retrieval (was 'a', now 'changed')"
+
+
+# --------------------------------------------------------------------------------------------
+# Baseline files
+# --------------------------------------------------------------------------------------------
+
+
+def _baseline_doc():
+    return {
+        "version": 1,
+        "config": _fingerprint(),
+        "reference": {"spec": "no_retrieval", "latency_p50_s": 1.0, "latency_p95_s": 1.0},
+        "metrics": {"single_time": {"em": 0.5, "f1": 0.5, "recall": None}},
+        "tolerances": dict(DEFAULT_TOLERANCES),
+    }
+
+
+@pytest.mark.parametrize(
+    "content, problem",
+    [
+        (None, "baseline not found"),
+        ('{"version": 1, "metrics": {', "not a flarebench baseline: not valid JSON (Expecting"),
+        (
+            '{"name": "flarebench", "dependencies": []}',
+            'not a flarebench baseline (expected a JSON object with "version"',
+        ),
+        ("[1, 2]", "not a flarebench baseline"),
+        (lambda d: {**d, "version": 2}, "baseline version 2 is not supported (this flarebench reads 1)"),
+        (lambda d: {**d, "metrics": {"single_time": {"em": "high"}}}, "metrics.single_time.em: not a number: 'high'"),
+        (lambda d: {**d, "metrics": {}}, "metrics: holds no strategy"),
+        (lambda d: {**d, "tolerances": {"em": {"drop": 1}}}, "tolerances.em: unknown kind 'drop'"),
+        (lambda d: {k: v for k, v in d.items() if k != "config"}, "config: missing"),
+        (lambda d: {**d, "config": {"probes": {}}}, "config.lm: missing or not an object"),
+        (lambda d: {**d, "reference": "no_retrieval"}, 'reference: expected {"spec": SPEC, ...}'),
+    ],
+)
+def test_a_bad_baseline_file_is_one_clear_line(tmp_path, content, problem):
+    path = tmp_path / "baseline.json"
+    if callable(content):
+        path.write_text(json.dumps(content(_baseline_doc())))
+    elif content is not None:
+        path.write_text(content)
+    with pytest.raises(GateError) as err:
+        load_baseline(path)
+    message = str(err.value)
+    assert message.startswith(f"{path}: ") and problem in message and "\n" not in message
+
+
+def test_gate_plan_runs_the_reference_first_and_the_baselines_specs_by_default(tmp_path):
+    path = tmp_path / "b.json"
+    doc = _baseline_doc()
+    doc["metrics"]["ircot"] = {"em": 0.1}
+    path.write_text(json.dumps(doc))
+    gating = Gating.from_options(None, gate=str(path))
+    assert gating.specs == ["no_retrieval", "single_time", "ircot"] and gating.wanted == ["single_time", "ircot"]
+    gating = Gating.from_options(["ircot"], gate=str(path), tolerance=["em=0.3"])
+    assert gating.specs == ["no_retrieval", "ircot"] and gating.tolerances["em"] == {"max_drop": 0.3}
+    # The reference is run for its latency, but gating it needs its own baseline row.
+    with pytest.raises(GateError, match=r"no baseline for no_retrieval"):
+        Gating.from_options(["no_retrieval", "ircot"], gate=str(path))
+    with pytest.raises(GateError, match=r"b\.json: no baseline for flare_direct \(it holds single_time, ircot\)"):
+        Gating.from_options(["flare_direct"], gate=str(path))
+    saving = Gating.from_options(["single_time"], save_baseline=str(tmp_path / "new.json"))
+    assert saving.specs == ["no_retrieval", "single_time"] and saving.tolerances == DEFAULT_TOLERANCES
+    plain = Gating.from_options(["single_time"])
+    assert not plain.active and plain.specs == ["single_time"]
+    with pytest.raises(GateError, match="--tolerance applies to --gate or --save-baseline"):
+        Gating.from_options(["single_time"], tolerance=["em=0.1"])
+    with pytest.raises(GateError, match="--gate-across-configs applies to --gate"):
+        Gating.from_options(["single_time"], save_baseline="x.json", gate_across_configs=True)
+
+
+# --------------------------------------------------------------------------------------------
+# Whole runs with a scripted LM (fast): the console script and `pytest bench` in-process
+# --------------------------------------------------------------------------------------------
+
+
+class OracleLM(ScriptedLM):
+    """Answers the probes in ``right`` correctly and the others wrongly, sleeping ``delay`` seconds
+    per call (``open_book_delay`` more when the prompt is not the closed-book one), so latencies
+    and their ratios are stable enough to gate."""
+
+    def __init__(self):
+        super().__init__([""])
+        self.right: set[str] = set()
+        self.delay = 0.1
+        self.open_book_delay = 0.0
+        from probes.load import load_probe_set
+
+        self.probes = load_probe_set("phantomwiki").probes
+
+    def _complete(self, request):
+        probe = next((p for p in self.probes if p.question in request.prompt.dynamic), None)
+        answer = ", ".join(probe.answers) if probe and probe.id in self.right else "Nobody"
+        time.sleep(self.delay + (self.open_book_delay if request.prompt.static != CLOSED_BOOK.static else 0.0))
+        self.script = [f" So the answer is {answer}."]
+        return super()._complete(request)
+
+
+@pytest.fixture
+def oracle(monkeypatch):
+    lm = OracleLM()
+    lm.right = {"pw-0001", "pw-0002"}
+    monkeypatch.setattr(bench.session, "make_lm", lambda spec: lm)
+    return lm
+
+
+def run_cli(*args) -> tuple[int, str, str]:
+    import contextlib
+    import io
+
+    out, err = io.StringIO(), io.StringIO()
+    with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
+        code = cli.main(["run", *args])
+    return code, out.getvalue(), err.getvalue()
+
+
+def _save(tmp_path, *extra, specs=("single_time",), limit="3"):
+    baseline = tmp_path / "baseline.json"
+    strategies = [a for s in specs for a in ("--strategy", s)]
+    code, out, err = run_cli(
+        *strategies, "--limit", limit, "--report-dir", str(tmp_path / "base"), "--save-baseline", str(baseline), *extra
+    )
+    assert code == 0, out + err
+    assert f"baseline saved: {baseline} ({', '.join(specs)})" in out
+    return baseline
+
+
+def test_console_script_saves_a_baseline_and_gates_against_it(tmp_path, oracle):
+    baseline = _save(tmp_path)
+    doc = json.loads(baseline.read_text())
+    assert doc["version"] == 1 and list(doc["metrics"]) == ["single_time"]  # the reference is not a gated row
+    assert doc["reference"]["spec"] == "no_retrieval" and doc["tolerances"] == DEFAULT_TOLERANCES
+    assert doc["config"]["probes"]["limit"] == 3 and doc["config"]["lm"] == {"name": "scripted"}
+    assert set(doc["config"]["strategies"]) == {"no_retrieval", "single_time"}
+    st = doc["metrics"]["single_time"]
+    assert st["em"] == pytest.approx(2 / 3) and st["lm_calls_per_q"] == 1.0 and st["retrievals_per_q"] == 1.0
+    # The latency ratio is single_time's p95 over no_retrieval's p95 in the same run's summary.
+    summary = {r.split(",")[0]: r.split(",") for r in (tmp_path / "base" / "summary.csv").read_text().splitlines()}
+    col = summary["strategy"].index("latency_p95_s")
+    ratio = float(summary["single_time"][col]) / float(summary["no_retrieval"][col])
+    assert st["latency_p95_ratio"] == pytest.approx(ratio, rel=1e-4)
+    assert doc["reference"]["latency_p95_s"] == pytest.approx(float(summary["no_retrieval"][col]), rel=1e-4)
+
+    # The same run meets its baseline; run.json and gate.json record the gate.
+    code, out, err = run_cli("--limit", "3", "--report-dir", str(tmp_path / "gate"), "--gate", str(baseline))
+    assert code == 0, out + err
+    assert f"gate {baseline} (latency reference no_retrieval): 1 passed, 0 broken" in out
+    run = json.loads((tmp_path / "gate" / "run.json").read_text())
+    assert run["gate"]["baseline"] == str(baseline) and run["gate"]["gated"] == ["single_time"]
+    assert json.loads((tmp_path / "gate" / "gate.json").read_text())["passed"] == {"single_time": True}
+
+    # One probe less right: EM drops by 1/3, beyond the default 0.05.
+    oracle.right = {"pw-0001"}
+    code, out, err = run_cli("--limit", "3", "--report-dir", str(tmp_path / "worse"), "--gate", str(baseline))
+    assert code == 1
+    assert f"flarebench: single_time breaks the gate {baseline}:" in err
+    assert "  em: baseline 0.666667, new 0.333333, allowed >= 0.616667 (max_drop 0.05)" in err
+    assert "  f1: baseline 0.666667, new 0.333333" in err
+    assert "Traceback" not in err
+    broken = json.loads((tmp_path / "worse" / "gate.json").read_text())["broken"]["single_time"]
+    assert broken[0].startswith("em: baseline 0.666667")
+
+    # --tolerance from the command line loosens one metric at a time.
+    code, out, err = run_cli(
+        "--limit", "3", "--report-dir", str(tmp_path / "loose"), "--gate", str(baseline), "--tolerance", "em=0.34"
+    )
+    assert code == 1 and "em:" not in err and "f1: baseline" in err
+    code, out, err = run_cli(
+        *("--limit", "3", "--report-dir", str(tmp_path / "looser"), "--gate", str(baseline)),
+        *("--tolerance", "em=0.34", "--tolerance", "f1=off"),
+    )
+    assert code == 0, out + err
+
+
+def test_a_stricter_baseline_fails_with_one_line_per_broken_metric(tmp_path, oracle):
+    baseline = _save(tmp_path)
+    doc = json.loads(baseline.read_text())
+    st = doc["metrics"]["single_time"]
+    tokens = st["prompt_tokens_per_q"]
+    st["em"], st["lm_calls_per_q"], st["prompt_tokens_per_q"] = 1.0, 0.5, tokens / 2
+    baseline.write_text(json.dumps(doc))
+    code, out, err = run_cli("--limit", "3", "--report-dir", str(tmp_path / "gate"), "--gate", str(baseline))
+    assert code == 1
+    lines = [line.strip() for line in err.splitlines() if line.startswith("  ")]
+    assert lines[0] == "em: baseline 1, new 0.666667, allowed >= 0.95 (max_drop 0.05)"
+    assert lines[1] == "lm_calls_per_q: baseline 0.5, new 1, allowed <= 0.55 (max_rise_rel 0.1)"
+    assert lines[2] == (
+        f"prompt_tokens_per_q: baseline {tokens / 2:.6g}, new {tokens:.6g}, "
+        f"allowed <= {tokens / 2 * 1.1:.6g} (max_rise_rel 0.1)"
+    )
+    assert len(lines) == 3
+    assert "failed: single_time" in err
+
+
+def test_latency_is_gated_as_a_ratio_to_the_reference(tmp_path, oracle):
+    baseline = _save(tmp_path)
+    # A uniformly slower machine: both strategies slow down, the ratio holds.
+    oracle.delay = 0.25
+    code, out, err = run_cli("--limit", "3", "--report-dir", str(tmp_path / "slow"), "--gate", str(baseline))
+    assert code == 0, out + err
+    # single_time alone gets slower: its ratio to no_retrieval rises beyond 25%.
+    oracle.delay, oracle.open_book_delay = 0.1, 0.1
+    code, out, err = run_cli("--limit", "3", "--report-dir", str(tmp_path / "slower"), "--gate", str(baseline))
+    assert code == 1
+    assert "  latency_p95_ratio: baseline " in err and "(max_rise_rel 0.25)" in err
+
+
+def test_a_different_configuration_is_refused_unless_asked(tmp_path, oracle):
+    baseline = _save(tmp_path)
+    code, out, err = run_cli("--limit", "2", "--report-dir", str(tmp_path / "g1"), "--gate", str(baseline))
+    assert code == 2 and "Traceback" not in err
+    assert err.strip() == (
+        f"flarebench: {baseline} was made with a different configuration: probes.limit (was 3, now 2); "
+        "use --gate-across-configs to compare anyway"
+    )
+    code, out, err = run_cli(
+        "--strategy", "single_time:k=2", "--limit", "3", "--report-dir", str(tmp_path / "g2"), "--gate", str(baseline)
+    )
+    assert code == 2 and "no baseline for single_time:k=2 (it holds single_time)" in err
+    code, out, err = run_cli(
+        *("--limit", "2", "--report-dir", str(tmp_path / "g3"), "--gate", str(baseline), "--gate-across-configs")
+    )
+    assert "gate across configurations; first difference: probes.limit (was 3, now 2)" in out
+    assert f"gate {baseline} (latency reference no_retrieval): 1 passed" in out, out + err
+    assert code == 0
+
+
+def test_a_gated_run_never_resumes_a_run_folder(tmp_path, oracle):
+    baseline = _save(tmp_path)
+    args = ["--limit", "3", "--report-dir", str(tmp_path / "base"), "--gate", str(baseline)]
+    code, out, err = run_cli(*args)
+    assert code == 2 and "already holds a run; --gate and --save-baseline never resume one" in err
+    code, out, err = run_cli(*args, "--overwrite")
+    assert code == 0, out + err
+    traces = (tmp_path / "base" / "traces.jsonl").read_text().splitlines()
+    assert len(traces) == 6  # a fresh run of both specs, nothing kept from the first
+
+
+def test_a_baseline_is_not_saved_from_a_failing_gate(tmp_path, oracle):
+    baseline = _save(tmp_path)
+    oracle.right = set()
+    code, out, err = run_cli(
+        *("--limit", "3", "--report-dir", str(tmp_path / "g"), "--gate", str(baseline)),
+        *("--save-baseline", str(tmp_path / "new.json")),
+    )
+    assert code == 1 and "baseline not saved: single_time broke the gate" in err
+    assert not (tmp_path / "new.json").exists()
+
+
+def _pytest_bench(pytester, *args):
+    return pytester.runpytest_inprocess(str(ROOT / "bench"), "-p", "no:cacheprovider", *args)
+
+
+def test_pytest_bench_gate_fails_the_breaking_strategys_test(pytester, tmp_path, oracle):
+    baseline = _save(tmp_path, specs=("no_retrieval", "single_time"))
+    doc = json.loads(baseline.read_text())
+    doc["metrics"]["single_time"]["em"] = 1.0
+    baseline.write_text(json.dumps(doc))
+    result = _pytest_bench(pytester, "-v", "--limit", "3", "--report-dir", str(tmp_path / "g"), "--gate", str(baseline))
+    assert result.ret == 1
+    result.assert_outcomes(passed=1, failed=1)
+    out = result.stdout.str()
+    # The reference runs first; only the breaking spec fails, with one line per broken metric.
+    assert out.index("test_strategy[no_retrieval] PASSED") < out.index("test_strategy[single_time] FAILED")
+    assert f"single_time breaks the gate {baseline}:" in out
+    assert "em: baseline 1, new 0.666667, allowed >= 0.95 (max_drop 0.05)" in out
+    assert f"gate {baseline} (latency reference no_retrieval): 1 passed, 1 broken (single_time)" in out
+    assert "Traceback" not in out
+
+
+def test_pytest_bench_saves_a_baseline_and_feeds_pytest_benchmark(pytester, tmp_path, oracle):
+    baseline = tmp_path / "b.json"
+    bench_json = tmp_path / "bench.json"
+    result = _pytest_bench(
+        pytester,
+        *("--strategy", "single_time", "--limit", "2", "--report-dir", str(tmp_path / "r")),
+        *("--save-baseline", str(baseline), "--benchmark-json", str(bench_json)),
+    )
+    assert result.ret == 0, result.stdout.str()
+    result.assert_outcomes(passed=2)  # the latency reference was added as a test of its own
+    assert f"baseline saved: {baseline} (single_time)" in result.stdout.str()
+    assert list(json.loads(baseline.read_text())["metrics"]) == ["single_time"]
+    benchmarks = {b["param"]: b for b in json.loads(bench_json.read_text())["benchmarks"]}
+    assert set(benchmarks) == {"no_retrieval", "single_time"}
+    st = benchmarks["single_time"]
+    assert st["group"] == "flarebench" and st["stats"]["rounds"] == 1 and st["stats"]["min"] >= 0.01
+    assert st["extra_info"]["timed_probe"] == "pw-0001" and st["extra_info"]["em"] == 1.0
+    assert st["extra_info"]["latency_reference"] == "no_retrieval" and st["extra_info"]["latency_p95_ratio"] > 0
+    # The timed probe is not a probe of the run: the traces hold each probe once.
+    assert len((tmp_path / "r" / "traces.jsonl").read_text().splitlines()) == 4
+
+    # --benchmark-autosave then --benchmark-compare: the timed probes are compared across runs.
+    storage = f"file://{tmp_path / 'benchmarks'}"
+    for i, flag in enumerate(["--benchmark-autosave", "--benchmark-compare"]):
+        result = _pytest_bench(
+            pytester,
+            *("--strategy", "single_time", "--limit", "2", "--report-dir", str(tmp_path / f"c{i}")),
+            *("--benchmark-storage", storage, flag),
+        )
+        assert result.ret == 0, result.stdout.str()
+    assert "Comparing against benchmarks from: " in result.stdout.str() + result.stderr.str()
+    assert "test_strategy[single_time] (0001_" in result.stdout.str()
+
+    # Gating with --benchmark-skip (timing dropped, gate kept) and without pytest-benchmark at all.
+    for flags in (["--benchmark-skip"], ["-p", "no:benchmark"], ["--benchmark-only"]):
+        result = _pytest_bench(
+            pytester, "--limit", "2", "--report-dir", str(tmp_path / flags[-1]), "--gate", str(baseline), *flags
+        )
+        assert result.ret == 0, result.stdout.str()
+        result.assert_outcomes(passed=2)
+
+
+def test_pytest_bench_with_a_corrupted_baseline_is_a_usage_error(tmp_path):
+    bad = tmp_path / "bad.json"
+    bad.write_text('{"version": 1, "metrics": {"single_time": ')
+    out = subprocess.run(
+        [sys.executable, "-m", "pytest", "bench", "-p", "no:cacheprovider", "--gate", str(bad)],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
+    assert out.returncode == 4
+    assert f"{bad}: not a flarebench baseline: not valid JSON" in out.stderr
+    assert "Traceback" not in out.stdout + out.stderr
+
+
+# --------------------------------------------------------------------------------------------
+# End to end with the real model (subprocesses, as a user runs them)
+# --------------------------------------------------------------------------------------------
+
+
+def sh(*args):
+    return subprocess.run([sys.executable, *args], cwd=ROOT, capture_output=True, text=True, timeout=900)
+
+
+@pytest.mark.model
+def test_gate_end_to_end_with_the_model(tmp_path):
+    baseline = tmp_path / "baseline.json"
+    common = ["-m", "pytest", "bench", "-p", "no:cacheprovider", "--limit", "2"]
+    saved = sh(
+        *common, "--strategy", "single_time", "--report-dir", str(tmp_path / "a"), "--save-baseline", str(baseline)
+    )
+    assert saved.returncode == 0, saved.stdout + saved.stderr
+    assert "2 passed" in saved.stdout and f"baseline saved: {baseline} (single_time)" in saved.stdout
+    doc = json.loads(baseline.read_text())
+    assert len(doc["config"]["lm"]["sha256"]) == 64 and doc["config"]["probes"]["limit"] == 2
+
+    # The same run on the same build meets its baseline (default tolerances, latency loosened:
+    # two probes on a shared machine are too few for a 25% latency bound).
+    gated = sh(
+        *common, "--report-dir", str(tmp_path / "b"), "--gate", str(baseline), "--tolerance", "latency_p95_ratio=1"
+    )
+    assert gated.returncode == 0, gated.stdout + gated.stderr
+    assert "2 passed" in gated.stdout and "1 passed, 0 broken" in gated.stdout
+
+    # A stricter baseline fails single_time's test with the right lines; so does the console script.
+    st = doc["metrics"]["single_time"]
+    em, calls = st["em"], st["lm_calls_per_q"]
+    st["em"], st["lm_calls_per_q"] = em + 0.5, calls / 2
+    baseline.write_text(json.dumps(doc))
+    strict = sh(
+        *common, "--report-dir", str(tmp_path / "c"), "--gate", str(baseline), "--tolerance", "latency_p95_ratio=off"
+    )
+    assert strict.returncode == 1 and "1 failed, 1 passed" in strict.stdout
+    assert f"em: baseline {em + 0.5:.6g}, new {em:.6g}, allowed >= {em + 0.45:.6g} (max_drop 0.05)" in strict.stdout
+    assert (
+        f"lm_calls_per_q: baseline {calls / 2:.6g}, new {calls:.6g}, allowed <= {calls / 2 * 1.1:.6g}" in strict.stdout
+    )
+    console = sh(
+        *("-m", "bench", "run", "--limit", "2", "--report-dir", str(tmp_path / "d"), "--gate", str(baseline)),
+        *("--tolerance", "latency_p95_ratio=off"),
+    )
+    assert console.returncode == 1 and "single_time breaks the gate" in console.stderr
+
+    # Another configuration is refused, naming the field, and accepted when asked.
+    other = [*common[:-1], "1", "--gate", str(baseline), "--tolerance", "em=off", "--tolerance", "lm_calls_per_q=off"]
+    refused = sh(*other, "--report-dir", str(tmp_path / "e"))
+    assert (
+        refused.returncode == 2
+        and "different configuration: probes.limit (was 2, now 1)" in refused.stdout + refused.stderr
+    )
+    across = sh(
+        *other, "--report-dir", str(tmp_path / "f"), "--gate-across-configs", "--tolerance", "latency_p95_ratio=off"
+    )
+    assert across.returncode in (0, 1), across.stdout + across.stderr  # compared, not refused
+    assert "gate across configurations; first difference: probes.limit (was 2, now 1)" in across.stdout
