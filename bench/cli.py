@@ -101,10 +101,55 @@ def _score(args: argparse.Namespace) -> int:
         traces = TraceLog(run_dir / TRACES).read()
     except (ValueError, KeyError, TypeError) as e:
         raise UserError(f"{run_dir / TRACES}: unreadable trace ({e})") from None
-    summary = summary_frame(traces, {p.id: p for p in probe_set.probes}, order=list(config["strategies"]))
+    price, reference = _scoring(args, info, run_json)
+    faithfulness = _faithfulness(args, info, traces, probe_set)
+    summary = summary_frame(
+        traces,
+        {p.id: p for p in probe_set.probes},
+        order=list(config["strategies"]),
+        price=price,
+        reference=reference,
+        faithfulness=faithfulness,
+    )
     write_summary(run_dir, summary, config)
     print(format_table(summary))
     return 0
+
+
+def _faithfulness(args: argparse.Namespace, info: dict, traces: list, probe_set) -> dict:
+    """Faithfulness rows of the traces: with the judge given to `score`, else the judge the run
+    recorded (its key read again from the environment), else the offline method."""
+    from bench.faithfulness import JudgeError, faithfulness_rows, parse_judge
+
+    recorded = ((info.get("scoring") or {}) if isinstance(info.get("scoring"), dict) else {}).get("judge") or {}
+    spec = args.judge or recorded.get("spec")
+    base_url = args.judge_base_url or (recorded.get("base_url") if not args.judge else None)
+    try:
+        judge = parse_judge(spec, base_url)
+        return faithfulness_rows(traces, probe_set.docs_by_id, judge)
+    except (JudgeError, KeyError) as e:
+        raise UserError(f"faithfulness: {e}") from None
+
+
+def _scoring(args: argparse.Namespace, info: dict, run_json: Path):
+    """The price and delta reference to score with: the options given to `score`, else those the
+    run recorded in run.json (``scoring``), else the defaults (the shipped price table)."""
+    from bench.prices import Price, PriceError, price_for
+    from bench.uncertainty import DEFAULT_REFERENCE
+
+    recorded = info.get("scoring") if isinstance(info.get("scoring"), dict) else None
+    reference = args.reference or (recorded or {}).get("reference") or DEFAULT_REFERENCE
+    model = info["config"].get("lm", {}).get("name", "")
+    try:
+        if args.prices:
+            return price_for(model, args.prices), reference
+        if recorded is not None:
+            return (Price.from_record(recorded["price"]) if recorded.get("price") else None), reference
+        return price_for(model), reference
+    except PriceError as e:
+        raise UserError(str(e)) from None
+    except (TypeError, KeyError) as e:
+        raise UserError(f"{run_json}: scoring.price: not a price record ({e})") from None
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -124,6 +169,19 @@ def build_parser() -> argparse.ArgumentParser:
         description="Recompute summary.csv and summary.md of RUN_DIR from traces.jsonl, without generating.",
     )
     score.add_argument("run_dir", metavar="RUN_DIR")
+    for opt in RUN_OPTIONS:
+        if opt.flag in ("--judge", "--judge-base-url"):
+            score.add_argument(opt.flag, **opt.argparse_kwargs())
+    score.add_argument(
+        "--prices",
+        metavar="FILE",
+        help="price cost_per_q with this price table (default: the prices the run recorded in run.json)",
+    )
+    score.add_argument(
+        "--reference",
+        metavar="SPEC",
+        help="the delta columns' reference strategy (default: the run's, else single_time)",
+    )
     score.set_defaults(func=_score)
     return ap
 

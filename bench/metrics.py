@@ -9,8 +9,10 @@ Two levels:
 Nothing is rounded here: reports round for display. Scores, rates and recall are on a 0-1 scale and
 times are in seconds (see the Contract in DESIGN.md).
 
-Probes are used by duck typing: only ``id``, ``answers``, ``answer_type``, ``gold_doc_ids`` and
-``metadata`` are read, so this module does not import ``probes``.
+Probes are used by duck typing: only ``id``, ``question`` (for the echo rule; the trace's question
+when absent), ``answers``, ``answer_type``, ``gold_doc_ids`` and ``metadata`` are read, so this
+module does not import ``probes``. The price table, the paired bootstrap and the confidence-gate
+measures live in :mod:`bench.prices`, :mod:`bench.uncertainty` and :mod:`bench.confidence`.
 """
 
 from __future__ import annotations
@@ -28,7 +30,13 @@ from strategies.records import Trace
 
 __all__ = [
     "COLUMN_DOCS",
+    "INCOMPLETE_REASONS",
     "SUMMARY_COLUMNS",
+    "echoes_question",
+    "final_answer",
+    "incomplete_reason",
+    "last_clause",
+    "score_final",
     "exact_match",
     "normalize_answer",
     "probe_row",
@@ -181,17 +189,16 @@ _NO = frozenset({"no", "false"})
 
 
 def to_yes_no(pred: str | None) -> str | None:
-    """Map an answer to ``"yes"``/``"no"`` by its first normalised word (yes/true, no/false), else None.
+    """Map an answer to ``"yes"``/``"no"`` by its first yes/no word (yes/true, no/false), else None.
 
-    Only the first word counts: "Yes, because ..." is yes; "I think yes" is None (no clear verdict).
+    The first such word of the (normalised) final answer decides: "Yes, because ..." is yes, "I
+    think yes" is yes, "No, yes" is no; "Nope" and "maybe" are None (no verdict).
     """
-    words = normalize_answer(pred).split()
-    if not words:
-        return None
-    if words[0] in _YES:
-        return "yes"
-    if words[0] in _NO:
-        return "no"
+    for word in normalize_answer(pred).split():
+        if word in _YES:
+            return "yes"
+        if word in _NO:
+            return "no"
     return None
 
 
@@ -223,6 +230,101 @@ def score_answer(pred: str | None, probe: Any) -> tuple[float, float]:
 
 
 # --------------------------------------------------------------------------------------------
+# Which answer is scored
+# --------------------------------------------------------------------------------------------
+
+#: How the scored answer was read from the output (row column ``answer_rule``).
+STATEMENT = "statement"  # the final-answer statement "So the answer is X" (Trace.answer)
+LAST_CLAUSE = "last_clause"  # fallback: the last clause of the output's last sentence
+NO_ANSWER = "none"  # nothing to score (empty output, abstention, error)
+
+# The last clause of a sentence starts after its last colon, semicolon or copula ("X is Y" -> Y,
+# "it might be Y" -> Y).
+_CLAUSE_SEP = re.compile(r"[:;]|\b(?:is|are|was|were|be)\b", re.IGNORECASE)
+
+
+def last_clause(output: str | None) -> str | None:
+    """The fallback answer of an output without a final-answer statement: the last sentence that
+    has any words, cut after its last colon, semicolon or copula (is/are/was/were/be), trailing
+    punctuation dropped. ``"The mother of Bea Tull is Rosa Tull."`` gives ``"Rosa Tull"``; a list
+    ("... are Ada Moss, Bo Fink.") keeps its commas. None when nothing is left."""
+    from strategies.sentences import split_sentences
+
+    text = (output or "").strip()
+    if not normalize_answer(text):
+        return None
+    sentences = [s for s in split_sentences(text) if normalize_answer(s)] or [text]
+    clause = _CLAUSE_SEP.split(sentences[-1])[-1]
+    clause = re.sub(r"[\s.!?]+$", "", clause.strip())
+    return clause if normalize_answer(clause) else None
+
+
+def final_answer(trace: Trace) -> tuple[str | None, str]:
+    """``(answer, rule)``: the answer to score and the rule that read it (:data:`STATEMENT`,
+    :data:`LAST_CLAUSE` or :data:`NO_ANSWER`). Never the whole output.
+
+    The statement answer is the trace's ``answer`` (strategies read it from "So the answer is X");
+    without one, the last clause of the output (:func:`last_clause`). An error or an abstention
+    has no answer."""
+    if trace.error or trace.stop_reason in ("error", "abstain"):
+        return None, NO_ANSWER
+    if trace.answer is not None and normalize_answer(trace.answer):
+        return trace.answer, STATEMENT
+    clause = last_clause(trace.output)
+    return (clause, LAST_CLAUSE) if clause is not None else (None, NO_ANSWER)
+
+
+def echoes_question(pred: str | None, question: str | None, probe: Any) -> bool:
+    """Whether an answer only repeats the question: every word of the normalised answer is a word
+    of the normalised question, and the answer is not an exact match of the gold answer (an alias,
+    or the whole gold set). Such an answer earns no credit: "a cat or a dog" to "Which is bigger, a
+    cat or a dog?" would otherwise get F1 0.5 against "dog". yes/no answers are never echoes (their
+    verdict is scored, not their words)."""
+    kind = getattr(probe, "answer_type", None) or "single"
+    words = normalize_answer(pred).split()
+    if kind == "yes_no" or not words:
+        return False
+    asked = set(normalize_answer(question).split())
+    if not all(w in asked for w in words):
+        return False
+    return score_answer(pred, probe)[0] < 1.0
+
+
+def score_final(pred: str | None, question: str | None, probe: Any) -> tuple[float, float, bool]:
+    """``(em, f1, echo)``: :func:`score_answer`, except that an answer echoing the question scores 0."""
+    if echoes_question(pred, question, probe):
+        return 0.0, 0.0, True
+    em, f1 = score_answer(pred, probe)
+    return em, f1, False
+
+
+# Why an answer is incomplete (row column ``incomplete``; summary columns ``incomplete_<reason>``).
+INCOMPLETE_REASONS = ("token_cap", "step_cap", "no_answer", "abstain", "empty")
+
+
+def incomplete_reason(trace: Trace, rule: str) -> str | None:
+    """Why the answer never reached a final answer, or None when it did (or the probe errored).
+
+    One reason per answer, the first that applies: ``empty`` (no output at all), ``abstain`` (the
+    strategy abstained), ``token_cap`` / ``step_cap`` (generation was cut by that cap before any
+    final-answer statement), ``no_answer`` (the model stopped without one, stop_reason ``eos``, or
+    any other ending without a statement; a last-clause fallback answer is still this). An error is
+    not an incomplete answer: it is counted in ``errors`` only.
+    """
+    if trace.error or trace.stop_reason == "error":
+        return None
+    if not (trace.output or "").strip():
+        return "empty"
+    if trace.stop_reason == "abstain":
+        return "abstain"
+    if rule == STATEMENT:
+        return None
+    if trace.stop_reason in ("token_cap", "step_cap"):
+        return trace.stop_reason
+    return "no_answer"
+
+
+# --------------------------------------------------------------------------------------------
 # Per-probe rows
 # --------------------------------------------------------------------------------------------
 
@@ -230,19 +332,29 @@ def score_answer(pred: str | None, probe: Any) -> tuple[float, float]:
 def probe_row(trace: Trace, probe: Any) -> dict[str, Any]:
     """One flat row for one (strategy, probe): scores, counts, tokens, times, recall, metadata.
 
-    A trace with an ``error`` scores 0 for em and f1 whatever answer it holds. ``recall`` is the share
-    of the probe's gold doc ids found in the union of every retrieval's doc ids (first hop included);
-    it is ``None`` when the probe has no gold docs and 0.0 when it has some but nothing was retrieved.
-    ``probe.metadata`` keys are added with the prefix ``meta_``.
+    The scored answer is the final-answer statement, else the output's last clause (``answer``,
+    with ``answer_rule`` saying which; see :func:`final_answer`). ``em``/``f1`` credit statement
+    answers only; ``em_lenient``/``f1_lenient`` credit a last-clause answer too. An answer that
+    echoes the question scores 0 in both (``echo``). A trace with an ``error`` scores 0 whatever
+    answer it holds. ``recall`` (= ``recall_at_k``) is the share of the probe's gold doc ids found
+    in the union of every retrieval's doc ids (first hop included); it is ``None`` when the probe
+    has no gold docs and 0.0 when it has some but nothing was retrieved. ``incomplete`` names why
+    the answer is incomplete (see :func:`incomplete_reason`), ``draft_min_p`` the minimum token
+    probability of its drafts (FLARE direct; None without drafts). ``probe.metadata`` keys are
+    added with the prefix ``meta_``.
     """
     if trace.probe_id and trace.probe_id != probe.id:
         raise ValueError(f"trace is for probe {trace.probe_id!r}, not {probe.id!r}")
+    from bench.confidence import draft_min_p
 
     error = trace.error or None  # "" is no error
+    answer, rule = final_answer(trace)
+    question = getattr(probe, "question", None) or trace.question
     if error is None:
-        em, f1 = score_answer(trace.answer, probe)
+        em_any, f1_any, echo = score_final(answer, question, probe)
     else:
-        em, f1 = 0.0, 0.0  # a failed probe is a wrong answer, not a missing one
+        em_any, f1_any, echo = 0.0, 0.0, False  # a failed probe is a wrong answer, not a missing one
+    em, f1 = (em_any, f1_any) if rule == STATEMENT else (0.0, 0.0)
 
     calls = trace.lm_calls
     retrievals = trace.retrievals
@@ -262,8 +374,13 @@ def probe_row(trace: Trace, probe: Any) -> dict[str, Any]:
         "probe_id": probe.id,
         "em": em,
         "f1": f1,
-        "answer": trace.answer,
+        "em_lenient": em_any,
+        "f1_lenient": f1_any,
+        "answer": answer,
+        "answer_rule": rule,
+        "echo": echo,
         "stop_reason": trace.stop_reason,
+        "incomplete": incomplete_reason(trace, rule),
         "error": error,
         "steps": len(trace.steps),
         "triggered_steps": sum(1 for s in trace.steps if s.triggered),
@@ -279,6 +396,7 @@ def probe_row(trace: Trace, probe: Any) -> dict[str, Any]:
         # Clamped at 0: timer granularity can make the parts sum slightly above the wall time.
         "harness_s": max(0.0, latency_s - lm_s - retrieval_s),
         "recall": recall,
+        "draft_min_p": draft_min_p(trace),
     }
     for key, value in (getattr(probe, "metadata", None) or {}).items():
         row[f"meta_{key}"] = value
@@ -289,37 +407,89 @@ def probe_row(trace: Trace, probe: Any) -> dict[str, Any]:
 # Per-strategy summary
 # --------------------------------------------------------------------------------------------
 
+_DELTA_METRICS = ("em", "f1")
+DELTA_COLUMNS: list[str] = ["delta_reference"] + [
+    f"{m}_delta{suffix}" for m in _DELTA_METRICS for suffix in ("", "_lo", "_hi", "_sig")
+]
+
 SUMMARY_COLUMNS: list[str] = [
     "strategy",
     "n",
     "errors",
     "em",
     "f1",
+    "em_lenient",
+    "f1_lenient",
     "recall",
+    "recall_at_k",
+    "faithfulness",
+    "faithfulness_method",
+    "judge_parse_failures",
+    "incomplete_rate",
+    *(f"incomplete_{r}" for r in INCOMPLETE_REASONS),
     "retrieval_rate",
     "retrievals_per_q",
     "lm_calls_per_q",
     "prompt_tokens_per_q",
     "evaluated_tokens_per_q",
     "completion_tokens_per_q",
+    "cost_per_q",
     "latency_p50_s",
     "latency_p95_s",
     "lm_s_per_q",
     "retrieval_s_per_q",
     "harness_s_per_q",
     "harness_share",
+    "gate_auroc",
+    "gate_fire_right",
+    "gate_fire_wrong",
+    *DELTA_COLUMNS,
 ]
+
+_RECALL_DOC = (
+    "Mean share of a probe's gold documents found among all documents retrieved while answering "
+    "it (the union of every retrieval, first hop included; each retrieval returns k documents), 0-1; "
+    "probes without gold documents are left out (empty if none has any)."
+)
+_DELTA_DOC = (
+    "{m} of this strategy minus {m} of the reference strategy (`delta_reference`), over the probes both answered"
+)
 
 COLUMN_DOCS: dict[str, str] = {
     "strategy": "The strategy spec as typed (name or name:key=value,...); two settings of one strategy are two rows.",
     "n": "Number of probes scored for this strategy.",
-    "errors": "Number of probes whose run raised an error; they are scored 0 for EM and F1.",
-    "em": "Mean exact match, 0-1: SQuAD-normalised answer equals a gold alias; exact set match for list "
-    "answers; accuracy for yes/no questions.",
-    "f1": "Mean F1, 0-1: SQuAD token F1 (best alias) for single answers; set F1 over items for list "
-    "answers; accuracy for yes/no questions.",
-    "recall": "Mean share of a probe's gold documents found among all documents retrieved while answering "
-    "it (first hop included), 0-1; probes without gold documents are left out (empty if none has any).",
+    "errors": "Number of probes whose run raised an error; they are scored 0 for EM and F1 and are not "
+    "counted as incomplete answers.",
+    "em": 'Mean exact match, 0-1, of the answer stated after "So the answer is" (an output without that '
+    "statement scores 0 here): SQuAD-normalised answer equals a gold alias; exact set match for list "
+    "answers; for yes/no questions accuracy of the first yes/no word of the answer. An answer whose words "
+    "all come from the question and that is not an exact gold match scores 0.",
+    "f1": "Mean F1, 0-1, of the stated answer (as for em): SQuAD token F1 (best alias) for single answers; "
+    "set F1 over items for list answers; accuracy for yes/no questions; 0 for an answer echoing the question.",
+    "em_lenient": "As em, but an output without a final-answer statement is scored on its last clause "
+    "(the last sentence after its last colon, semicolon or is/are/was/were/be); such answers still count "
+    "in incomplete_no_answer.",
+    "f1_lenient": "As f1, with the same last-clause fallback as em_lenient.",
+    "recall": _RECALL_DOC + " Same value as recall_at_k (kept for baselines that name it).",
+    "recall_at_k": _RECALL_DOC,
+    "faithfulness": "Mean share of an answer's claims (its sentences, the final-answer restatement left out) "
+    "supported by the passages the strategy retrieved (union of all its retrievals), over probes that got a "
+    "score, 0-1; empty for a strategy that retrieved nothing (see faithfulness_method).",
+    "faithfulness_method": "How faithfulness was scored: lexical-overlap (offline: a claim is supported when one "
+    "sentence of one retrieved passage holds >= 90% of its content words and all its numbers), ragas:MODEL (a "
+    "judge LM), or n/a: no context.",
+    "judge_parse_failures": "Judge replies that could not be parsed (those probes are left out of faithfulness, "
+    "never scored 0); 0 for the offline method.",
+    "incomplete_rate": "Share of probes, 0-1, whose answer never reached a final-answer statement: the sum "
+    "of the five incomplete_ columns (each answer has at most one reason). Errored probes are not "
+    "counted here (see errors).",
+    "incomplete_token_cap": "Share of probes cut by the token cap before a final-answer statement.",
+    "incomplete_step_cap": "Share of probes cut by an iteration cap (e.g. IRCoT's max_steps) before a "
+    "final-answer statement.",
+    "incomplete_no_answer": "Share of probes whose output ended (the model stopped) without a final-answer "
+    "statement; an answer then read from the last clause (see em_lenient) still counts here.",
+    "incomplete_abstain": "Share of probes where the strategy abstained (FLARE direct with abstain on).",
+    "incomplete_empty": "Share of probes with an empty output.",
     "retrieval_rate": "Generation steps that triggered a retrieval (the first-hop retrieval with the "
     "question not counted) divided by generation steps, summed over all probes; 0 when there are no steps.",
     "retrievals_per_q": "Mean number of retriever calls per question, the first hop included.",
@@ -328,6 +498,10 @@ COLUMN_DOCS: dict[str, str] = {
     "evaluated_tokens_per_q": "Mean prompt tokens the backend actually evaluated per question "
     "(prompt tokens minus those served from a reused KV prefix or cache).",
     "completion_tokens_per_q": "Mean tokens generated by the LM per question, summed over its calls.",
+    "cost_per_q": "Mean USD per question from the price table (bench/prices.toml or --prices): prompt "
+    "tokens SENT (a hosted API bills every token sent, cached prefix or not) x prompt price + completion "
+    "tokens x completion price (per 1M tokens) + retriever calls x price per retrieval; errored probes "
+    "included. Local models (llamacpp:*) are priced at 0; empty when the model has no price.",
     "latency_p50_s": "Median wall time per question in seconds, as measured by the runner "
     "(numpy percentile, linear interpolation).",
     "latency_p95_s": "95th percentile of wall time per question in seconds (numpy percentile, linear interpolation).",
@@ -337,6 +511,26 @@ COLUMN_DOCS: dict[str, str] = {
     "(wall time minus LM time minus retrieval time, floored at 0).",
     "harness_share": "Harness seconds divided by wall seconds, summed over all probes, 0-1; "
     "0 when no time was recorded.",
+    "gate_auroc": "Is the confidence gate informative? Over answers with drafts (FLARE direct), the AUROC of "
+    "the answer's minimum draft token probability for telling right answers (em 1) from wrong ones (em 0): "
+    "the chance that a random right answer has a higher minimum than a random wrong one, ties 1/2. 1 = "
+    "informative, 0.5 = chance, below 0.5 = inverted; empty for strategies without drafts and when all "
+    "such answers are right or all wrong (undefined, not 0.5).",
+    "gate_fire_right": "Share of right answers (em 1) with drafts whose minimum draft token probability is "
+    "at or below the strategy's theta (the gate fired at least once); empty without drafts or right answers.",
+    "gate_fire_wrong": "Share of wrong answers (em 0) with drafts whose minimum draft token probability is "
+    "at or below theta; a useful gate fires far more often here than on right answers.",
+    "delta_reference": "The reference strategy of the delta columns (--reference, default single_time); "
+    "empty when it is not in the run (the delta columns are then empty too).",
+    "em_delta": _DELTA_DOC.format(m="em") + " (the mean of the paired per-probe differences).",
+    "em_delta_lo": "Lower end of the 95% paired-bootstrap interval of em_delta: probes resampled together "
+    "for both strategies, 10,000 resamples, numpy default_rng(0), 2.5th percentile.",
+    "em_delta_hi": "Upper end of that interval (97.5th percentile).",
+    "em_delta_sig": "True where the 95% interval of em_delta excludes 0.",
+    "f1_delta": _DELTA_DOC.format(m="f1") + ".",
+    "f1_delta_lo": "Lower end of the 95% paired-bootstrap interval of f1_delta (as em_delta_lo).",
+    "f1_delta_hi": "Upper end of that interval.",
+    "f1_delta_sig": "True where the 95% interval of f1_delta excludes 0.",
 }
 
 _REQUIRED_ROW_COLUMNS = [
@@ -363,19 +557,57 @@ def _ratio(num: float, den: float) -> float:
     return float(num) / float(den) if den else 0.0
 
 
-def _summary_row(strategy: str, g: pd.DataFrame) -> dict[str, Any]:
-    failed = g["error"].notna() & (g["error"].astype(str) != "")
+def _failed(g: pd.DataFrame) -> pd.Series:
+    return g["error"].notna() & (g["error"].astype(str) != "")
+
+
+def _summary_row(strategy: str, g: pd.DataFrame, price: Any = None) -> dict[str, Any]:
+    from bench.confidence import gate_summary, theta_of
+
+    failed = _failed(g)
     recall = pd.to_numeric(g["recall"], errors="coerce")
     latency = g["latency_s"].astype(float).to_numpy()
     p50, p95 = np.percentile(latency, [50, 95])  # numpy's default method is linear interpolation
+    n = len(g)
+    em = g["em"].astype(float).where(~failed, 0.0)
+
+    def lenient(col: str, main: str) -> float:
+        values = g[col] if col in g else g[main]  # rows made before the lenient columns: the main score
+        return float(values.astype(float).where(~failed, 0.0).mean())
+
+    reasons = g["incomplete"] if "incomplete" in g else pd.Series([None] * n, index=g.index)
+    reasons = reasons.where(reasons.notna() & ~failed, None)
+    incomplete = {f"incomplete_{r}": float((reasons == r).sum()) / n for r in INCOMPLETE_REASONS}
+    if price is not None:
+        cost = float(
+            price.cost(
+                g["prompt_tokens"].astype(float).mean(),
+                g["completion_tokens"].astype(float).mean(),
+                g["retrievals"].astype(float).mean(),
+            )
+        )
+    else:
+        cost = float("nan")
+    if "draft_min_p" in g:
+        min_p = pd.to_numeric(g["draft_min_p"], errors="coerce")
+    else:
+        min_p = pd.Series(np.nan, index=g.index)
+    usable = min_p.notna() & ~failed
+    gate = gate_summary(list(min_p[usable]), list(em[usable]), theta_of(strategy))
+    recall_mean = float(recall.mean()) if recall.notna().any() else float("nan")
     return {
         "strategy": strategy,
-        "n": len(g),
+        "n": n,
         "errors": int(failed.sum()),
         # Errors count as 0 even if a row carries a score (e.g. rows edited or loaded from elsewhere).
-        "em": float(g["em"].astype(float).where(~failed, 0.0).mean()),
+        "em": float(em.mean()),
         "f1": float(g["f1"].astype(float).where(~failed, 0.0).mean()),
-        "recall": float(recall.mean()) if recall.notna().any() else float("nan"),
+        "em_lenient": lenient("em_lenient", "em"),
+        "f1_lenient": lenient("f1_lenient", "f1"),
+        "recall": recall_mean,
+        "recall_at_k": recall_mean,
+        "incomplete_rate": sum(incomplete.values()),
+        **incomplete,
         # Ratio of sums, not mean of per-probe ratios: every generation step weighs the same.
         "retrieval_rate": _ratio(g["triggered_steps"].sum(), g["steps"].sum()),
         "retrievals_per_q": float(g["retrievals"].mean()),
@@ -383,23 +615,74 @@ def _summary_row(strategy: str, g: pd.DataFrame) -> dict[str, Any]:
         "prompt_tokens_per_q": float(g["prompt_tokens"].mean()),
         "evaluated_tokens_per_q": float(g["evaluated_tokens"].mean()),
         "completion_tokens_per_q": float(g["completion_tokens"].mean()),
+        "cost_per_q": cost,
         "latency_p50_s": float(p50),
         "latency_p95_s": float(p95),
         "lm_s_per_q": float(g["lm_s"].mean()),
         "retrieval_s_per_q": float(g["retrieval_s"].mean()),
         "harness_s_per_q": float(g["harness_s"].mean()),
         "harness_share": _ratio(g["harness_s"].sum(), g["latency_s"].sum()),
+        **gate,
     }
 
 
-def summarize(rows: pd.DataFrame, order: Sequence[str] | None = None) -> pd.DataFrame:
+def _per_probe(g: pd.DataFrame, metric: str) -> pd.Series:
+    """A strategy's per-probe scores indexed by probe id (errors as 0)."""
+    values = g[metric].astype(float).where(~_failed(g), 0.0)
+    ids = g["probe_id"] if "probe_id" in g else pd.Series(range(len(g)), index=g.index)
+    return pd.Series(values.to_numpy(), index=ids.astype(str).to_numpy()).groupby(level=0, sort=False).last()
+
+
+def _deltas(groups: dict[str, pd.DataFrame], reference: str | None) -> dict[str, dict[str, Any]]:
+    """Each strategy's delta columns against ``reference`` (paired bootstrap; see bench.uncertainty)."""
+    from bench.uncertainty import paired_bootstrap
+
+    empty = {c: None for c in DELTA_COLUMNS}
+    if not reference or reference not in groups:
+        return {s: dict(empty) for s in groups}
+    out: dict[str, dict[str, Any]] = {}
+    for strategy, g in groups.items():
+        row: dict[str, Any] = {"delta_reference": reference}
+        for metric in _DELTA_METRICS:
+            ref = _per_probe(groups[reference], metric)
+            mine = _per_probe(g, metric)
+            common = [p for p in ref.index if p in mine.index]
+            d = paired_bootstrap(mine[common].to_numpy(), ref[common].to_numpy())
+            row.update(
+                {
+                    f"{metric}_delta": d.delta,
+                    f"{metric}_delta_lo": d.lo,
+                    f"{metric}_delta_hi": d.hi,
+                    f"{metric}_delta_sig": d.significant if d.n else None,
+                }
+            )
+        out[strategy] = row
+    return out
+
+
+def summarize(
+    rows: pd.DataFrame,
+    order: Sequence[str] | None = None,
+    *,
+    price: Any = None,
+    reference: str | None = None,
+) -> pd.DataFrame:
     """One row per strategy, with exactly the columns of :data:`SUMMARY_COLUMNS` (see :data:`COLUMN_DOCS`).
 
     ``rows`` holds :func:`probe_row` dicts. Strategies come in ``order`` when given (names in
     ``order`` without rows are skipped; strategies with rows but not in ``order`` follow, in
     first-appearance order, so no row is ever dropped), else in first-appearance order.
-    ``recall`` is NaN for a strategy whose probes have no gold docs. Nothing is rounded.
+    ``recall`` is NaN for a strategy whose probes have no gold docs. ``price`` (a
+    :class:`bench.prices.Price`) prices ``cost_per_q`` (NaN without one). ``reference`` is the
+    strategy the delta columns compare with (default :data:`bench.uncertainty.DEFAULT_REFERENCE`;
+    the delta columns are empty when it has no rows). Nothing is rounded. ``attrs["notes"]`` holds
+    one line per thing a reader must know (how cost was priced, the delta reference, undefined
+    gate AUROCs), which summary.md prints.
     """
+    from bench.uncertainty import DEFAULT_REFERENCE
+
+    if reference is None:
+        reference = DEFAULT_REFERENCE
     missing = [c for c in _REQUIRED_ROW_COLUMNS if c not in rows.columns]
     if missing:
         raise KeyError(f"rows lack column(s): {', '.join(missing)}")
@@ -408,5 +691,42 @@ def summarize(rows: pd.DataFrame, order: Sequence[str] | None = None) -> pd.Data
         present = set(seen)
         listed = [s for s in dict.fromkeys(order) if s in present]
         seen = listed + [s for s in seen if s not in set(listed)]
-    out = [_summary_row(s, rows[rows["strategy"] == s]) for s in seen]
-    return pd.DataFrame(out, columns=SUMMARY_COLUMNS)
+    groups = {s: rows[rows["strategy"] == s] for s in seen}
+    deltas = _deltas(groups, reference)
+    out = [{**_summary_row(s, g, price), **deltas[s]} for s, g in groups.items()]
+    frame = pd.DataFrame(out, columns=SUMMARY_COLUMNS)
+    frame.attrs["notes"] = _notes(frame, groups, price, reference)
+    return frame
+
+
+def _notes(frame: pd.DataFrame, groups: dict[str, pd.DataFrame], price: Any, reference: str) -> list[str]:
+    notes = []
+    if price is not None:
+        notes.append(price.note())
+    else:
+        notes.append("cost_per_q: empty: the LM has no entry in the price table (add one, or pass --prices FILE)")
+    if reference in groups:
+        notes.append(
+            f"delta columns: each strategy minus {reference}, paired bootstrap over the probes both answered, "
+            "95% interval, 10,000 resamples, seed 0"
+        )
+    else:
+        notes.append(f"delta columns: empty: the reference strategy {reference} is not in this run (--reference SPEC)")
+    for _, row in frame.iterrows():
+        g = groups[row["strategy"]]
+        has_drafts = "draft_min_p" in g and pd.to_numeric(g["draft_min_p"], errors="coerce").notna().any()
+        if has_drafts and pd.isna(row["gate_auroc"]):
+            notes.append(
+                f"gate_auroc of {row['strategy']}: undefined: its answers with drafts are all right or all wrong"
+            )
+        elif has_drafts and row["gate_auroc"] < 0.6:
+            notes.append(
+                f"gate of {row['strategy']}: AUROC {row['gate_auroc']:.2f}: a low draft probability barely "
+                "(or inversely) marks wrong answers on this model and probe set"
+            )
+        if has_drafts and row["gate_fire_right"] >= 0.9 and row["gate_fire_wrong"] >= 0.9:
+            notes.append(
+                f"gate of {row['strategy']}: fired on {row['gate_fire_right']:.0%} of right and "
+                f"{row['gate_fire_wrong']:.0%} of wrong answers: at this theta it retrieves for nearly everything"
+            )
+    return notes

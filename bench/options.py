@@ -97,4 +97,29 @@ RUN_OPTIONS: tuple[Option, ...] = (
         "with --gate, compare even when the run's configuration differs from the baseline's",
         is_switch=True,
     ),
+    Option(
+        "--prices",
+        "price table FILE (TOML, the shape of bench/prices.toml) for cost_per_q; its entries are looked "
+        "up before the shipped table's (default: the shipped table; llamacpp:* models cost 0)",
+        metavar="FILE",
+    ),
+    Option(
+        "--reference",
+        "the strategy spec the em/f1 delta columns (paired bootstrap intervals) compare every strategy "
+        "with; no delta values when it is not in the run (default: single_time)",
+        default="single_time",
+        metavar="SPEC",
+    ),
+    Option(
+        "--judge",
+        "judge LM for faithfulness: openai:MODEL on any OpenAI-compatible endpoint, scored with ragas's "
+        "faithfulness metric; the key comes from JUDGE_API_KEY (else OPENAI_API_KEY) and is never recorded "
+        "(default: none, the offline lexical-overlap score)",
+        metavar="SPEC",
+    ),
+    Option(
+        "--judge-base-url",
+        "the judge's base URL, e.g. http://127.0.0.1:8000/v1 (default: $JUDGE_BASE_URL, else the openai client's own)",
+        metavar="URL",
+    ),
 )

@@ -10,7 +10,8 @@ from pathlib import Path
 import pandas as pd
 from tabulate import tabulate
 
-from bench.metrics import COLUMN_DOCS, probe_row, summarize
+from bench.faithfulness import summarize_faithfulness
+from bench.metrics import COLUMN_DOCS, SUMMARY_COLUMNS, probe_row, summarize
 from strategies.records import Trace
 
 SUMMARY_CSV = "summary.csv"
@@ -25,10 +26,33 @@ def write_atomic(path: Path, text: str) -> None:
     os.replace(tmp, path)
 
 
-def summary_frame(traces: list[Trace], probes: dict, order: list[str] | None = None) -> pd.DataFrame:
-    """One row per strategy spec, from the traces and the probes they answer."""
-    rows = pd.DataFrame([probe_row(t, probes[t.probe_id]) for t in traces if t.probe_id in probes])
-    return summarize(rows, order=order)
+def probe_rows(traces: list[Trace], probes: dict) -> pd.DataFrame:
+    """One row per (strategy, probe) (see :func:`bench.metrics.probe_row`)."""
+    return pd.DataFrame([probe_row(t, probes[t.probe_id]) for t in traces if t.probe_id in probes])
+
+
+def summary_frame(
+    traces: list[Trace],
+    probes: dict,
+    order: list[str] | None = None,
+    price=None,
+    reference: str | None = None,
+    faithfulness: dict | None = None,
+) -> pd.DataFrame:
+    """One row per strategy spec, from the traces and the probes they answer; ``price`` (a
+    :class:`bench.prices.Price`) prices cost_per_q, ``reference`` is the delta columns' reference,
+    ``faithfulness`` holds :func:`bench.faithfulness.faithfulness_rows` for these traces."""
+    rows = probe_rows(traces, probes)
+    if rows.empty:
+        # No trace yet: an empty summary with every column.
+        return pd.DataFrame(columns=SUMMARY_COLUMNS)
+    summary = summarize(rows, order=order, price=price, reference=reference)
+    if faithfulness:
+        keys = {(t.strategy, t.probe_id) for t in traces if t.probe_id in probes}
+        per_strategy = summarize_faithfulness({k: v for k, v in faithfulness.items() if k in keys})
+        for column in ("faithfulness", "faithfulness_method", "judge_parse_failures"):
+            summary[column] = [per_strategy.get(s, {}).get(column) for s in summary["strategy"]]
+    return summary
 
 
 def format_table(summary: pd.DataFrame, fmt: str = "github") -> str:
@@ -42,11 +66,14 @@ def write_summary(run_dir: Path, summary: pd.DataFrame, config: dict) -> None:
     run_dir = Path(run_dir)
     write_atomic(run_dir / SUMMARY_CSV, summary.to_csv(index=False, float_format="%.6g"))
     defs = "\n".join(f"- `{c}`: {COLUMN_DOCS[c]}" for c in summary.columns if c in COLUMN_DOCS)
+    notes = "".join(f"- {note}\n" for note in summary.attrs.get("notes", []))
     md = (
         f"# flarebench run {run_dir.name}\n\n"
         f"Probe set `{config['probes']['name']}`, LM `{config['lm']['name']}`, "
         f"retriever `{config['retriever']['name']}`.\n\n"
-        f"{format_table(summary)}\n\n## Columns\n\n{defs}\n\n"
-        f"## Configuration\n\n```json\n{json.dumps(config, indent=2)}\n```\n"
+        f"{format_table(summary)}\n\n"
+        + (f"## Notes\n\n{notes}\n" if notes else "")
+        + f"## Columns\n\n{defs}\n\n"
+        + f"## Configuration\n\n```json\n{json.dumps(config, indent=2)}\n```\n"
     )
     write_atomic(run_dir / SUMMARY_MD, md)

@@ -75,6 +75,10 @@ class BenchSession:
     gate: str | None = None
     tolerance: list[str] | None = None
     gate_across_configs: bool = False
+    prices: str | None = None  # --prices FILE: a price table looked up before the shipped one
+    reference: str = "single_time"  # --reference SPEC: the delta columns' reference strategy
+    judge: str | None = None  # --judge openai:MODEL: ragas-judged faithfulness (bench/faithfulness.py)
+    judge_base_url: str | None = None
     progress: bool = True
     started: float = field(default_factory=time.time)
 
@@ -104,9 +108,25 @@ class BenchSession:
             self.strategies = {spec: parse_spec(spec) for spec in self.specs}
         except SpecError as e:
             raise ConfigError(str(e)) from None
+        # A bad price file fails before anything heavy is loaded; the LM's name picks the price below.
+        from bench.prices import PriceError, load_table, price_for
+
+        try:
+            if self.prices:
+                load_table(self.prices)
+        except PriceError as e:
+            raise ConfigError(str(e)) from None
+        from bench.faithfulness import JudgeError, parse_judge
+
+        try:
+            self.judge_backend = parse_judge(self.judge, self.judge_base_url)
+        except JudgeError as e:
+            raise ConfigError(str(e)) from None
+        self._faithfulness: dict = {}  # (strategy, probe id) -> row, scored once per trace
         self.lm_backend = make_lm(self.lm)
         self.retriever_backend = make_retriever(self.retriever, self.probe_set.corpus)
         self.config = self._config()
+        self.price = price_for(self.config["lm"].get("name", self.lm), self.prices)
         try:
             self.gating.bind(fingerprint(self.config, self.strategies, len(self.selected)))
         except GateError as e:
@@ -193,6 +213,13 @@ class BenchSession:
         }
         if self.gating.active:
             info["gate"] = self.gating.record()
+        # How the metrics were scored (not in config: prices and the reference change no answer,
+        # so resuming with other ones is allowed); `bench score` scores with the same ones.
+        info["scoring"] = {
+            "reference": self.reference,
+            "price": self.price.record() if self.price else None,
+            "judge": self.judge_backend.describe() if self.judge_backend else None,
+        }
         write_atomic(run_dir / RUN_JSON, json.dumps(info, indent=2) + "\n")
 
     def run(self, spec: str) -> list[Trace]:
@@ -224,7 +251,19 @@ class BenchSession:
         wanted = {p.id for p in self.selected}
         traces = [t for t in self.log.read() if t.strategy in self.strategies and t.probe_id in wanted]
         probes = {p.id: p for p in self.selected}
-        return summary_frame(traces, probes, order=self.specs)
+        from bench.faithfulness import faithfulness_rows
+
+        new = [t for t in traces if (t.strategy, t.probe_id) not in self._faithfulness]
+        if new:
+            self._faithfulness.update(faithfulness_rows(new, self.probe_set.docs_by_id, self.judge_backend))
+        return summary_frame(
+            traces,
+            probes,
+            order=self.specs,
+            price=self.price,
+            reference=self.reference,
+            faithfulness=self._faithfulness,
+        )
 
     def write_summary(self) -> None:
         complete = all(spec in self.results for spec in self.specs)

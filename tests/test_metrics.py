@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import math
+import re
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -13,6 +14,7 @@ from bench.metrics import (
     COLUMN_DOCS,
     SUMMARY_COLUMNS,
     exact_match,
+    last_clause,
     normalize_answer,
     probe_row,
     score_answer,
@@ -184,7 +186,10 @@ def test_set_answer_with_and_inside_gold_item():
         ("No, it cannot.", "no"),
         ("false", "no"),
         ("Nope", None),
-        ("I think yes", None),  # only the first word counts
+        ("I think yes", "yes"),  # the first yes/no word of the final answer counts
+        ("No, yes", "no"),  # ... the first one, not the last
+        ("Nobody knows", None),  # whole words only: "nobody" is not "no"
+        ("maybe", None),
         ("", None),
         (None, None),
     ],
@@ -296,12 +301,18 @@ def _rows(pairs):
 def test_summary_column_order_exact():
     rows = _rows([(trace([Step("s")]), FakeProbe("p1", answers=["x"]))])
     assert list(summarize(rows).columns) == SUMMARY_COLUMNS
-    assert SUMMARY_COLUMNS == [
-        "strategy", "n", "errors", "em", "f1", "recall", "retrieval_rate", "retrievals_per_q",
+    expected = [
+        "strategy", "n", "errors", "em", "f1", "em_lenient", "f1_lenient", "recall", "recall_at_k",
+        "incomplete_rate", "incomplete_token_cap", "incomplete_step_cap", "incomplete_no_answer",
+        "incomplete_abstain", "incomplete_empty", "retrieval_rate", "retrievals_per_q",
         "lm_calls_per_q", "prompt_tokens_per_q", "evaluated_tokens_per_q", "completion_tokens_per_q",
-        "latency_p50_s", "latency_p95_s", "lm_s_per_q", "retrieval_s_per_q", "harness_s_per_q",
-        "harness_share",
+        "cost_per_q", "latency_p50_s", "latency_p95_s", "lm_s_per_q", "retrieval_s_per_q", "harness_s_per_q",
+        "harness_share", "gate_auroc", "gate_fire_right", "gate_fire_wrong", "delta_reference",
+        "em_delta", "em_delta_lo", "em_delta_hi", "em_delta_sig",
+        "f1_delta", "f1_delta_lo", "f1_delta_hi", "f1_delta_sig",
     ]  # fmt: skip
+    # Other metric modules (e.g. faithfulness) may add columns; these stay, in this order.
+    assert [c for c in SUMMARY_COLUMNS if c in expected] == expected
     assert set(COLUMN_DOCS) == set(SUMMARY_COLUMNS)
     assert all(isinstance(v, str) and v for v in COLUMN_DOCS.values())
 
@@ -445,3 +456,269 @@ def test_summary_of_no_rows_is_empty_with_columns():
 def test_summary_requires_row_columns():
     with pytest.raises(KeyError, match="latency_s"):
         summarize(pd.DataFrame({"strategy": ["a"], "em": [1.0]}))
+
+
+# ---------------------------------------------------------------- which answer is scored
+
+
+def test_statement_answer_is_scored_not_the_output():
+    probe = FakeProbe("p1", question="Who is the mother of Bea Tull?", answers=["Rosa Tull"])
+    t = trace([Step("s")], answer="Rosa Tull")
+    t.output = "The mother of Bea Tull is Rosa Tull. So the answer is Rosa Tull. Rosa Tull is a baker."
+    row = probe_row(t, probe)
+    assert (row["em"], row["f1"], row["answer_rule"], row["answer"]) == (1.0, 1.0, "statement", "Rosa Tull")
+    assert row["incomplete"] is None
+
+
+@pytest.mark.parametrize(
+    "output, clause",
+    [
+        ("The mother of Bea Tull is Rosa Tull.", "Rosa Tull"),
+        ("Bea Tull has a friend. The friends of Ruth Kell are Ada Moss, Bo Fink.", "Ada Moss, Bo Fink"),
+        ("Answer: Paris", "Paris"),
+        ("The answer might be Paris.", "Paris"),
+        ("Rosa Tull", "Rosa Tull"),
+        ("Rosa Tull.\n", "Rosa Tull"),
+        ("", None),
+        ("  ... ", None),
+    ],
+)
+def test_last_clause(output, clause):
+    assert last_clause(output) == clause
+
+
+def test_fallback_answer_earns_lenient_credit_only_and_counts_as_no_answer():
+    probe = FakeProbe("p1", question="Who is the mother of Bea Tull?", answers=["Rosa Tull"])
+    t = trace([Step("s")], answer=None, stop_reason="eos")
+    t.output = "The friend of Ivo is Bea Tull. The mother of Bea Tull is Rosa Tull."
+    row = probe_row(t, probe)
+    assert row["answer_rule"] == "last_clause" and row["answer"] == "Rosa Tull"
+    assert (row["em"], row["f1"]) == (0.0, 0.0)  # main columns: statement answers only
+    assert (row["em_lenient"], row["f1_lenient"]) == (1.0, 1.0)
+    assert row["incomplete"] == "no_answer"
+    s = summarize(_rows([(t, probe)])).iloc[0]
+    assert (s["em"], s["em_lenient"], s["incomplete_no_answer"], s["incomplete_rate"]) == (0.0, 1.0, 1.0, 1.0)
+
+
+def test_whole_output_never_scored():
+    # The gold answer occurs in the output, but the output's last clause is something else.
+    probe = FakeProbe("p1", question="Who is the mother of Bea Tull?", answers=["Rosa Tull"])
+    t = trace([Step("s")], answer=None, stop_reason="eos")
+    t.output = "Rosa Tull is a name I know. The mother is unknown."
+    row = probe_row(t, probe)
+    assert row["answer"] == "unknown" and row["f1_lenient"] == 0.0
+
+
+@pytest.mark.parametrize(
+    "answer, answers, question, echo, em, f1",
+    [
+        # every word from the question, not the gold: no credit (F1 would be 0.5)
+        ("a cat or a dog", ["dog"], "Which is bigger, a cat or a dog?", True, 0.0, 0.0),
+        ("Bea Tull", ["Rosa Tull"], "Who is the mother of Bea Tull?", True, 0.0, 0.0),  # F1 would be 0.5
+        ("the mother of Bea Tull", ["Rosa Tull"], "Who is the mother of Bea Tull?", True, 0.0, 0.0),
+        # the gold itself, though its words are in the question, keeps its credit
+        ("dog", ["dog"], "Which is bigger, a cat or a dog?", False, 1.0, 1.0),
+        # a new word makes it a real answer (partial credit stays)
+        ("Rosa Tull", ["Rosa Tull"], "Who is the mother of Bea Tull?", False, 1.0, 1.0),
+        ("Rosa Bea Tull", ["Rosa Tull"], "Who is the mother of Bea Tull?", False, 0.0, pytest.approx(0.8)),
+    ],
+)
+def test_answer_echoing_the_question_earns_nothing(answer, answers, question, echo, em, f1):
+    probe = FakeProbe("p1", question=question, answers=answers)
+    row = probe_row(trace([Step("s")], answer=answer), probe)
+    assert (row["echo"], row["em"], row["f1"]) == (echo, em, f1)
+    assert row["em_lenient"] == em
+
+
+def test_echo_rule_for_sets_and_yes_no():
+    q = "Who are the friends of Ada and Bo?"
+    # the gold set itself is named in the question: an exact set answer keeps its credit
+    both = FakeProbe("p1", question=q, answers=["Ada", "Bo"], answer_type="set")
+    assert probe_row(trace([Step("s")], answer="Ada and Bo"), both)["em"] == 1.0
+    # half of a gold set, made of question words only: an echo
+    row = probe_row(trace([Step("s")], answer="Ada"), both)
+    assert row["echo"] and row["f1"] == 0.0
+    # yes/no answers are never echoes; the first yes/no word of the final answer counts
+    yn = FakeProbe("p1", question="Is yes a word?", answers=["yes"], answer_type="yes_no")
+    assert probe_row(trace([Step("s")], answer="I think yes"), yn)["em"] == 1.0
+
+
+# ---------------------------------------------------------------- incomplete answers
+
+
+def _inc(output, answer, stop_reason, error=None):
+    t = trace([Step("s")], answer=answer, stop_reason=stop_reason, error=error)
+    t.output = output
+    return t
+
+
+@pytest.mark.parametrize(
+    "output, answer, stop_reason, error, reason",
+    [
+        ("So the answer is x.", "x", "answer", None, None),
+        ("It is x", None, "eos", None, "no_answer"),
+        ("It is x and then", None, "token_cap", None, "token_cap"),
+        ("Step one. Step two.", None, "step_cap", None, "step_cap"),
+        (" I am not confident enough to answer this question.", None, "abstain", None, "abstain"),
+        ("", None, "eos", None, "empty"),
+        ("   \n", None, "token_cap", None, "empty"),
+        ("", None, "error", "RuntimeError: x", None),  # errors are counted in `errors` only
+        ("So the answer is x.", "x", "token_cap", None, None),  # a statement was reached
+        ("whatever", None, "something_new", None, "no_answer"),
+    ],
+)
+def test_incomplete_reason(output, answer, stop_reason, error, reason):
+    row = probe_row(_inc(output, answer, stop_reason, error), FakeProbe("p1", answers=["x"]))
+    assert row["incomplete"] == reason
+
+
+def test_incomplete_columns_are_shares_of_all_probes_and_sum_to_the_rate():
+    cases = [
+        ("So the answer is x.", "x", "answer", None),
+        ("It is x", None, "eos", None),
+        ("It is x and", None, "token_cap", None),
+        ("s1. s2.", None, "step_cap", None),
+        ("I abstain.", None, "abstain", None),
+        ("", None, "eos", None),
+        ("", None, "error", "boom"),
+        ("So the answer is y.", "y", "answer", None),
+    ]
+    pairs = []
+    for i, (out, ans, stop, err) in enumerate(cases):
+        t = _inc(out, ans, stop, err)
+        t.probe_id = f"p{i}"
+        pairs.append((t, FakeProbe(f"p{i}", answers=["x"])))
+    s = summarize(_rows(pairs)).iloc[0]
+    n = len(cases)
+    for reason in ("token_cap", "step_cap", "no_answer", "abstain", "empty"):
+        assert s[f"incomplete_{reason}"] == pytest.approx(1 / n), reason
+    assert s["incomplete_rate"] == pytest.approx(5 / n)  # the error is not incomplete
+    assert s["errors"] == 1
+    assert s["em"] == pytest.approx(1 / n)
+    # the abstention's text is not scored, even leniently
+    assert s["em_lenient"] == pytest.approx(2 / n)  # "So the answer is x" and the fallback "x" of "It is x"
+
+
+# ---------------------------------------------------------------- cost, recall_at_k, deltas, gate
+
+
+def test_cost_per_q_from_tokens_sent_and_retrievals():
+    from bench.prices import Price
+
+    price = Price("m", prompt_per_1m=2.0, completion_per_1m=10.0, per_retrieval=0.001)
+    p = [FakeProbe("p1", answers=["x"]), FakeProbe("p2", answers=["x"])]
+    # evaluated tokens (40) differ from sent (100): billing uses what was sent
+    t1 = trace([Step("s", lm_calls=[call(prompt=1000, evaluated=40, completion=100)], retrievals=[ret()])])
+    t2 = trace([Step("s", lm_calls=[call(prompt=3000, evaluated=40, completion=300)])], probe_id="p2")
+    rows = _rows([(t1, p[0]), (t2, p[1])])
+    s = summarize(rows, price=price).iloc[0]
+    # per question: 2000 prompt tokens, 200 completion tokens, 0.5 retrievals
+    assert s["cost_per_q"] == pytest.approx(2000 * 2 / 1e6 + 200 * 10 / 1e6 + 0.5 * 0.001)
+    assert math.isnan(summarize(rows).iloc[0]["cost_per_q"])  # no price: empty, never a silent 0
+    local = Price("llamacpp:smollm2", 0.0, 0.0, local=True, matched="llamacpp:*", source="shipped")
+    out = summarize(rows, price=local)
+    assert out.iloc[0]["cost_per_q"] == 0.0
+    assert any("local model llamacpp:smollm2: priced at 0" in n for n in out.attrs["notes"])
+
+
+def test_recall_at_k_equals_recall():
+    probe = FakeProbe("p1", answers=["x"], gold_doc_ids=["a", "b"])
+    s = summarize(_rows([(trace([Step("s", retrievals=[ret(FIRST_HOP, ["a", "z"])])]), probe)])).iloc[0]
+    assert s["recall_at_k"] == s["recall"] == 0.5
+
+
+def _scored(strategy, ems):
+    return [
+        (
+            trace([Step("s")], strategy=strategy, probe_id=f"p{i}", answer="x" if e else "y"),
+            FakeProbe(f"p{i}", answers=["x"]),
+        )
+        for i, e in enumerate(ems)
+    ]
+
+
+def test_delta_columns_against_the_reference():
+    ref = [0, 1, 0, 1, 0, 1, 0, 1, 0, 1]
+    better = [1] * 10  # right on every probe the reference got wrong
+    same = list(ref)
+    rows = _rows(_scored("single_time", ref) + _scored("better", better) + _scored("same", same))
+    s = summarize(rows).set_index("strategy")
+    assert s.loc["better", "delta_reference"] == "single_time"
+    assert s.loc["better", "em_delta"] == pytest.approx(0.5)
+    assert 0 < s.loc["better", "em_delta_lo"] <= 0.5 <= s.loc["better", "em_delta_hi"] <= 1.0
+    assert bool(s.loc["better", "em_delta_sig"]) is True
+    # identical per-probe scores: every resample differs by 0
+    assert (s.loc["same", "em_delta"], s.loc["same", "em_delta_lo"], s.loc["same", "em_delta_hi"]) == (0, 0, 0)
+    assert bool(s.loc["same", "em_delta_sig"]) is False
+    assert s.loc["single_time", "em_delta"] == 0.0 and bool(s.loc["single_time", "em_delta_sig"]) is False
+    assert s.loc["better", "f1_delta"] == pytest.approx(0.5)
+    # same traces, same intervals, whatever else ran alongside
+    alone = summarize(_rows(_scored("single_time", ref) + _scored("better", better))).set_index("strategy")
+    assert alone.loc["better", "em_delta_lo"] == s.loc["better", "em_delta_lo"]
+    # another reference; a reference not in the run leaves the columns empty
+    other = summarize(rows, reference="better").set_index("strategy")
+    assert other.loc["single_time", "em_delta"] == pytest.approx(-0.5)
+    none = summarize(rows, reference="no_retrieval")
+    assert none[["delta_reference", "em_delta", "em_delta_sig", "f1_delta_hi"]].isna().all().all()
+    assert any("no_retrieval is not in this run" in n for n in none.attrs["notes"])
+
+
+def test_delta_pairs_probes_by_id_not_position():
+    # the strategy's rows come in another order: pairing must follow probe ids
+    ref = _scored("single_time", [1, 0, 0])
+    mine = list(reversed(_scored("mine", [1, 0, 0])))
+    s = summarize(_rows(ref + mine)).set_index("strategy")
+    assert s.loc["mine", "em_delta"] == 0.0 and s.loc["mine", "em_delta_hi"] == 0.0
+
+
+def _drafted(strategy, probe_id, min_p, right):
+    draft = call(purpose="draft")
+    draft.logprobs = [math.log(0.99), math.log(min_p)]
+    regen = call(purpose="regenerate")
+    regen.logprobs = [math.log(0.01)]  # not a draft: ignored
+    return (
+        trace([Step("s", lm_calls=[draft, regen])], strategy=strategy, probe_id=probe_id, answer="x" if right else "y"),
+        FakeProbe(probe_id, answers=["x"]),
+    )
+
+
+def test_gate_columns():
+    # right answers' min p: 0.9, 0.5; wrong answers': 0.3, 0.5 -> pairs (right > wrong): 0.9>0.3, 0.9>0.5,
+    # 0.5>0.3, 0.5=0.5 (one half) -> AUROC 3.5 / 4
+    spec = "flare_direct:theta=0.5"
+    pairs = [
+        _drafted(spec, "p1", 0.9, True),
+        _drafted(spec, "p2", 0.5, True),
+        _drafted(spec, "p3", 0.3, False),
+        _drafted(spec, "p4", 0.5, False),
+    ]
+    rows = _rows(pairs)
+    assert rows["draft_min_p"].tolist() == pytest.approx([0.9, 0.5, 0.3, 0.5])
+    s = summarize(rows).iloc[0]
+    assert s["gate_auroc"] == pytest.approx(0.875)
+    assert s["gate_fire_right"] == 0.5  # 0.5 <= theta 0.5 (at or below fires)
+    assert s["gate_fire_wrong"] == 1.0
+    # only one class: AUROC undefined (not 0.5), and the report says so
+    out = summarize(_rows(pairs[2:]))
+    assert math.isnan(out.iloc[0]["gate_auroc"]) and math.isnan(out.iloc[0]["gate_fire_right"])
+    assert out.iloc[0]["gate_fire_wrong"] == 1.0
+    assert any("undefined" in n for n in out.attrs["notes"])
+    # a strategy without drafts: empty gate columns
+    plain = summarize(_rows(_scored("single_time", [1, 0]))).iloc[0]
+    assert all(math.isnan(plain[c]) for c in ("gate_auroc", "gate_fire_right", "gate_fire_wrong"))
+
+
+def test_gate_note_when_it_fires_on_everything():
+    spec = "flare_direct:theta=0.8"
+    pairs = [_drafted(spec, f"p{i}", p, r) for i, (p, r) in enumerate([(0.2, True), (0.3, False), (0.1, False)])]
+    notes = summarize(_rows(pairs)).attrs["notes"]
+    assert any("fired on 100% of right and 100% of wrong answers" in n for n in notes)
+
+
+def test_readme_defines_every_summary_column():
+    from pathlib import Path
+
+    readme = (Path(__file__).resolve().parents[1] / "README.md").read_text(encoding="utf-8")
+    table = readme.split("### What each number means", 1)[1].split("\n\n|", 1)[1].split("\n\n", 1)[0]
+    named = {name for line in table.splitlines() for name in re.findall(r"`([a-z0-9_]+)`", line.split("|")[1])}
+    assert [c for c in SUMMARY_COLUMNS if c not in named] == []

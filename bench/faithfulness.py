@@ -1,0 +1,549 @@
+"""Faithfulness: the share of an answer's claims supported by the contexts the strategy retrieved.
+
+Computed from traces alone (plus the probe set's corpus, to turn retrieved doc ids back into text),
+so ``python -m bench score RUN_DIR`` recomputes it. Two methods, named in every row so that no one
+mistakes one for the other:
+
+* ``lexical-overlap`` (offline, the default): a claim is supported when one single sentence of one
+  retrieved passage holds at least :data:`LEXICAL_THRESHOLD` of the claim's content words and every
+  number of the claim (see :func:`lexical_support`).
+* ``ragas-faithfulness:openai:MODEL`` (when a judge LM is configured): ragas 0.4.3's faithfulness
+  metric (``ragas.metrics.collections.Faithfulness``): the judge breaks the answer into statements,
+  then gives a verdict per statement against the joined contexts.
+
+Contract (the harness wires this in; nothing here touches files, options or the summary table)
+------------------------------------------------------------------------------------------------
+
+Claims. The answer's claims are the sentences of ``trace.output`` (``strategies.sentences.
+split_sentences``), stripped, with ``[Search(...)]`` markers removed and sentences without a content
+word dropped. The final-answer statement ("So the answer is X.") restates an earlier claim in our
+prompts' format, so it is left out, except when it is the only sentence: then its answer part ``X``
+is the one claim (an answer stated with nothing else still has to be supported). The judged method
+sends the same text (the output without the final-answer statement, unless it is all there is) and
+lets ragas extract its own statements.
+
+Contexts. The union, in first-retrieved order, of the doc ids of every retrieval of the trace (first
+hop included), each looked up in ``passages_by_id`` (``title`` and ``text``).
+
+:func:`faithfulness_rows` ``(traces, passages_by_id, judge=None) -> dict[(strategy, probe_id), row]``
+where each row is::
+
+    {"faithfulness": float | None,   # supported claims / claims, 0-1
+     "faithfulness_method": str,     # "lexical-overlap", "ragas-faithfulness:openai:MODEL", or "n/a: ..."
+     "judge_parse_failures": int,    # judge replies that did not parse (0 for the offline method)
+     "claims": int}                  # claims scored (the judge's statements with a judge)
+
+Policies (never a crash, never a silent 0):
+
+* no retrieval made at all (``no_retrieval``, or FLARE that never fired): ``faithfulness`` None,
+  method ``"n/a: no context"``;
+* retrievals made but every one returned no document: the contexts are empty and every claim is
+  unsupported: 0.0 with the method's own name (the strategy looked and found nothing);
+* a trace with ``error`` set: None, ``"n/a: error"``; an output without a claim: None,
+  ``"n/a: no claims"`` (with a judge: ragas extracted no statement);
+* a judge reply that does not parse (ragas/instructor could not validate it after its retries):
+  None for that probe, ``judge_parse_failures`` counts it (one per failed probe); the probe is left
+  out of the mean, and the count is reported next to it. Transport errors (connection refused, HTTP
+  401/404/5xx) are not parse failures: they raise :class:`JudgeError`.
+
+:func:`summarize_faithfulness` ``(rows) -> dict[strategy, {"faithfulness", "faithfulness_method",
+"judge_parse_failures"}]``: ``faithfulness`` is the mean over the strategy's probes that have a score
+(macro average: each answer weighs the same), None when none has; ``faithfulness_method`` is the
+method of the scored probes (``"n/a: no context"`` when no probe had context, else the first ``n/a``
+reason); ``judge_parse_failures`` is the sum.
+
+Judge configuration: :func:`parse_judge` ``(spec, base_url=None, env=os.environ) -> Judge | None``
+from ``--judge openai:MODEL``, ``--judge-base-url`` / ``$JUDGE_BASE_URL``, ``$JUDGE_API_KEY`` (else
+``$OPENAI_API_KEY``) and ``$JUDGE_JSON_MODE`` (``json``: ragas's own setting; ``json_schema``: the
+schema is sent in ``response_format`` too, which llama.cpp servers enforce with a grammar); it raises
+:class:`JudgeError` on a bad spec or a missing key. :meth:`Judge.describe` is what a run config may
+record. Scoring with a judge runs ``asyncio.run`` (call it from synchronous code).
+
+The judge's API key lives only in :class:`Judge` (``repr`` hides it, :meth:`Judge.describe` leaves it
+out) and in the client built from it; it never reaches a row, a summary, a run config or a log line
+(error messages are passed through :meth:`Judge.redact`).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import functools
+import math
+import os
+import re
+import sys
+import types
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+import Stemmer
+
+from strategies.records import Trace
+from strategies.sentences import split_sentences
+
+__all__ = [
+    "LEXICAL_METHOD",
+    "LEXICAL_THRESHOLD",
+    "NO_CLAIMS",
+    "NO_CONTEXT",
+    "ERROR",
+    "Judge",
+    "JudgeError",
+    "answer_claims",
+    "content_tokens",
+    "faithfulness_rows",
+    "lexical_support",
+    "parse_judge",
+    "summarize_faithfulness",
+]
+
+LEXICAL_METHOD = "lexical-overlap"
+NO_CONTEXT = "n/a: no context"
+NO_CLAIMS = "n/a: no claims"
+ERROR = "n/a: error"
+
+# Chosen on tests/fixtures/faithfulness_labelled.jsonl by one rule fixed beforehand: the best
+# accuracy on the grid 0.5, 0.6, ..., 1.0, ties to the lowest threshold (0.9 and 1.0 tie there at
+# 0.688; 0.8 gives 0.646). See the README, "Faithfulness".
+LEXICAL_THRESHOLD = 0.9
+
+# --------------------------------------------------------------------------------------------
+# Claims
+# --------------------------------------------------------------------------------------------
+
+_FINAL_RE = re.compile(r"^\W*(?:so\s+|thus\s+|therefore\s+)?(?:the\s+)?(?:final\s+)?answer is:?\s*(.*)$", re.I | re.S)
+_SEARCH_RE = re.compile(r"\[Search\([^\]]*\)\]")
+
+
+def answer_claims(output: str) -> list[str]:
+    """The claims of an answer's output (see the module docstring): its sentences, without the
+    final-answer statement unless that is the only one (then its answer part)."""
+    text = _SEARCH_RE.sub(" ", output or "")
+    claims, finals = [], []
+    for piece in split_sentences(text):
+        for line in piece.split("\n"):
+            s = line.strip()
+            if not s:
+                continue
+            m = _FINAL_RE.match(s)
+            if m:
+                finals.append(m.group(1).strip())
+            elif content_tokens(s):
+                claims.append(s)
+    if not claims:
+        claims = [f for f in finals if content_tokens(f)]
+    return claims
+
+
+def _judge_text(output: str) -> str:
+    """What the judge reads: the output without the final-answer statement, unless it is all there is."""
+    text = _SEARCH_RE.sub(" ", output or "")
+    kept = []
+    for piece in split_sentences(text):
+        lines = [ln for ln in piece.split("\n") if ln.strip() and not _FINAL_RE.match(ln.strip())]
+        kept.extend(ln.strip() for ln in lines)
+    return " ".join(kept) if kept else text.strip()
+
+
+# --------------------------------------------------------------------------------------------
+# Offline method: lexical overlap
+# --------------------------------------------------------------------------------------------
+
+# Lucene's English stop words (as bm25s uses them) less "no"/"not", which carry meaning here, plus
+# auxiliaries, pronouns and question words that carry none.
+STOPWORDS = frozenset(
+    "a an and are as at be but by for if in into is it of on or such that the their then there these "
+    "they this to was will with "
+    "am been being do does did has have had its it's which who whom whose what when where how why "
+    "also so than too very can could would should may might must shall he she his her hers him them "
+    "we our you your i me my s".split()
+)
+_TOKEN_RE = re.compile(r"[a-z0-9]+(?:[.\-:/][a-z0-9]+)*")
+
+
+@functools.lru_cache(maxsize=1)
+def _stemmer() -> Stemmer.Stemmer:
+    return Stemmer.Stemmer("porter")
+
+
+def content_tokens(text: str) -> set[str]:
+    """Content words of ``text``: lowercased, stop words removed, Porter-stemmed (PyStemmer, as
+    ``strategies/bm25.py``). A token holding a digit (a date, a version, an id such as ``INC-2291`` or
+    ``tw-north-1``) is kept whole and unstemmed; other hyphenated words are split into their parts."""
+    out: set[str] = set()
+    stem = _stemmer().stemWord
+    for tok in _TOKEN_RE.findall((text or "").lower()):
+        if any(ch.isdigit() for ch in tok):
+            out.add(tok.rstrip("."))
+            continue
+        for part in re.split(r"[.\-:/]", tok):
+            if len(part) > 1 and part not in STOPWORDS:
+                out.add(stem(part))
+    return out
+
+
+def _is_number(tok: str) -> bool:
+    return any(ch.isdigit() for ch in tok)
+
+
+def _units(text: str) -> list[set[str]]:
+    """A passage's sentences (each line split into sentences) as content-token sets."""
+    units = []
+    for line in (text or "").split("\n"):
+        if line.strip():
+            for s in split_sentences(line):
+                toks = content_tokens(s)
+                if toks:
+                    units.append(toks)
+    return units
+
+
+def lexical_support(claim: str, contexts: Iterable[str], threshold: float = LEXICAL_THRESHOLD) -> bool:
+    """Whether ``claim`` is supported by one sentence of one of ``contexts``: that sentence holds at
+    least ``threshold`` of the claim's content words, and every number of the claim."""
+    want = content_tokens(claim)
+    if not want:
+        return False
+    numbers = {t for t in want if _is_number(t)}
+    for ctx in contexts:
+        for unit in _units(ctx):
+            if numbers <= unit and len(want & unit) / len(want) >= threshold:
+                return True
+    return False
+
+
+# --------------------------------------------------------------------------------------------
+# Judge configuration
+# --------------------------------------------------------------------------------------------
+
+
+JSON_MODES = ("json", "json_schema")
+
+
+class JudgeError(RuntimeError):
+    """The judge cannot be configured or reached (never a parse failure: those are counted)."""
+
+
+@dataclass(frozen=True)
+class Judge:
+    """A judge LM behind an OpenAI-compatible endpoint (``--judge openai:MODEL``)."""
+
+    model: str
+    base_url: str | None = None
+    api_key: str | None = field(default=None, repr=False)
+    max_tokens: int = 512
+    max_retries: int | None = None  # instructor's re-asks after a reply that does not validate (None: its default, 3)
+    # "json": ragas's own setting for OpenAI (instructor's JSON mode: response_format json_object, the
+    # schema in the prompt). "json_schema": the schema is also sent in response_format, which
+    # llama.cpp's servers turn into a grammar, so a small local judge's replies have the right shape.
+    json_mode: str = "json"
+    spec: str = ""
+
+    @property
+    def method(self) -> str:
+        return f"ragas-faithfulness:openai:{self.model}"
+
+    def describe(self) -> dict[str, Any]:
+        """What a run config may record: never the key (only whether one is set)."""
+        return {
+            "spec": self.spec or f"openai:{self.model}",
+            "model": self.model,
+            "base_url": self.base_url,
+            "api_key_set": bool(self.api_key),
+            "max_tokens": self.max_tokens,
+            "max_retries": self.max_retries,
+            "json_mode": self.json_mode,
+            "method": self.method,
+            "ragas": _dist_version("ragas"),
+        }
+
+    def redact(self, text: str) -> str:
+        """``text`` with the API key (if any) replaced by ``***``."""
+        text = str(text)
+        if self.api_key and len(self.api_key) >= 4:
+            text = text.replace(self.api_key, "***")
+        return text
+
+
+def _dist_version(name: str) -> str | None:
+    from importlib import metadata
+
+    try:
+        return metadata.version(name)
+    except metadata.PackageNotFoundError:
+        return None
+
+
+def parse_judge(spec: str | None, base_url: str | None = None, env: Mapping[str, str] | None = None) -> Judge | None:
+    """``--judge`` / ``--judge-base-url`` into a :class:`Judge` (None when no judge is asked for).
+
+    ``spec`` is ``openai:MODEL``. The base URL is ``base_url``, else ``$JUDGE_BASE_URL``, else the
+    openai client's own (``$OPENAI_BASE_URL`` or api.openai.com). The key is ``$JUDGE_API_KEY``, else
+    ``$OPENAI_API_KEY``; a local endpoint given without any key gets the placeholder ``no-key``.
+    ``$JUDGE_JSON_MODE`` (``json``, the default, or ``json_schema``) sets :attr:`Judge.json_mode`.
+    """
+    if not spec:
+        return None
+    env = os.environ if env is None else env
+    kind, _, model = spec.partition(":")
+    if kind != "openai" or not model.strip():
+        raise JudgeError(f"unknown judge spec {spec!r}; expected openai:MODEL (any OpenAI-compatible endpoint)")
+    json_mode = env.get("JUDGE_JSON_MODE") or "json"
+    if json_mode not in JSON_MODES:
+        raise JudgeError(f"JUDGE_JSON_MODE={json_mode!r}; expected one of {', '.join(JSON_MODES)}")
+    url = base_url or env.get("JUDGE_BASE_URL") or env.get("OPENAI_BASE_URL") or None
+    key = env.get("JUDGE_API_KEY") or env.get("OPENAI_API_KEY") or None
+    if key is None:
+        if not url:
+            raise JudgeError(
+                f"judge {spec}: no API key; set JUDGE_API_KEY (or OPENAI_API_KEY), or give --judge-base-url "
+                "for a local endpoint that needs none"
+            )
+        key = "no-key"
+    return Judge(model=model.strip(), base_url=url, api_key=key, spec=spec, json_mode=json_mode)
+
+
+# --------------------------------------------------------------------------------------------
+# Judged method: ragas
+# --------------------------------------------------------------------------------------------
+
+
+def _import_ragas():
+    """Import ragas offline: no telemetry, no Hub calls.
+
+    ragas 0.4.3's ``ragas.llms.base`` imports ``langchain_community.chat_models.vertexai.ChatVertexAI``
+    at module level, a module that langchain-community 0.4.x no longer has (and 0.4.2 is the release
+    installable here). The faithfulness path never touches Vertex AI, so when that module is missing
+    a stand-in class is registered under its name before importing ragas. Nothing else is patched.
+    The faithfulness path does not tokenise with tiktoken (only testset generation does), so no BPE
+    file is fetched; tests/test_faithfulness.py checks that.
+    """
+    os.environ["RAGAS_DO_NOT_TRACK"] = "true"  # ragas sends usage telemetry unless told not to
+    os.environ.setdefault("HF_HUB_OFFLINE", "1")
+    name = "langchain_community.chat_models.vertexai"
+    try:
+        __import__(name)
+    except ImportError:
+        stub = types.ModuleType(name)
+
+        class ChatVertexAI:  # noqa: D401 - a stand-in, never instantiated on this path
+            """Stand-in: langchain-community 0.4 removed this class; ragas only imports it."""
+
+        stub.ChatVertexAI = ChatVertexAI
+        sys.modules[name] = stub
+    try:
+        from ragas.llms.base import InstructorBaseRagasLLM, llm_factory
+        from ragas.metrics.collections import Faithfulness
+    except ImportError as e:
+        raise JudgeError(f"the judged faithfulness needs ragas: pip install -e '.[judge]' ({e})") from e
+    return InstructorBaseRagasLLM, llm_factory, Faithfulness
+
+
+def _is_parse_failure(exc: BaseException) -> bool:
+    """An exception that means "the judge answered, but not in the required shape"."""
+    import json
+
+    import pydantic
+
+    seen: set[int] = set()
+    e: BaseException | None = exc
+    while e is not None and id(e) not in seen:
+        seen.add(id(e))
+        mod = type(e).__module__ or ""
+        if mod.startswith("openai") and type(e).__name__ not in ("LengthFinishReasonError",):
+            return False  # transport or HTTP status errors
+        if isinstance(e, (pydantic.ValidationError, json.JSONDecodeError)):
+            return True
+        if mod.startswith("instructor"):
+            # InstructorRetryException wraps the last error; look inside before deciding.
+            inner = getattr(e, "__cause__", None) or getattr(e, "__context__", None)
+            if inner is None or not (type(inner).__module__ or "").startswith("openai"):
+                return True
+        e = e.__cause__ or e.__context__
+    return False
+
+
+class _RagasScorer:
+    """ragas's faithfulness metric over one AsyncOpenAI client, counting statements per answer."""
+
+    def __init__(self, judge: Judge):
+        base_llm_cls, llm_factory, faithfulness_cls = _import_ragas()
+        from openai import AsyncOpenAI
+
+        self.judge = judge
+        self.client = AsyncOpenAI(base_url=judge.base_url, api_key=judge.api_key, max_retries=1, timeout=600)
+        extra = {} if judge.max_retries is None else {"max_retries": judge.max_retries}
+        if judge.json_mode == "json_schema":
+            import instructor
+            from ragas.llms.base import InstructorLLM, InstructorModelArgs
+
+            patched = instructor.from_openai(self.client, mode=instructor.Mode.JSON_SCHEMA)
+            inner = InstructorLLM(
+                client=patched,
+                model=judge.model,
+                provider="openai",
+                model_args=InstructorModelArgs(),
+                max_tokens=judge.max_tokens,
+                **extra,
+            )
+        else:  # ragas's own construction (instructor JSON mode for OpenAI clients)
+            inner = llm_factory(judge.model, client=self.client, max_tokens=judge.max_tokens, **extra)
+
+        class CountingLLM(base_llm_cls):
+            """Delegates to ragas's instructor LLM; remembers how many statements and verdicts came back."""
+
+            def __init__(self, llm):
+                self.llm = llm
+                self.statements: int | None = None
+
+            def generate(self, prompt, response_model):
+                return self._seen(self.llm.generate(prompt, response_model))
+
+            async def agenerate(self, prompt, response_model):
+                return self._seen(await self.llm.agenerate(prompt, response_model))
+
+            def _seen(self, result):
+                if hasattr(result, "statements"):
+                    self.statements = len(result.statements)
+                return result
+
+            def __getattr__(self, name):  # attributes ragas may read (model, provider, ...)
+                llm = self.__dict__.get("llm")
+                if llm is None:
+                    raise AttributeError(name)
+                return getattr(llm, name)
+
+        self.llm = CountingLLM(inner)
+        self.metric = faithfulness_cls(llm=self.llm)
+
+    async def score(self, question: str, response: str, contexts: list[str]) -> tuple[float | None, int, int]:
+        """``(faithfulness or None, statements, parse_failures)`` for one answer."""
+        self.llm.statements = None
+        try:
+            result = await self.metric.ascore(
+                user_input=question or "?", response=response, retrieved_contexts=contexts
+            )
+        except Exception as e:  # noqa: BLE001 - sorted into parse failures and real errors
+            if _is_parse_failure(e):
+                return None, self.llm.statements or 0, 1
+            who = self.judge.spec or self.judge.model
+            raise JudgeError(self.judge.redact(f"judge {who}: {type(e).__name__}: {e}")) from None
+        value = getattr(result, "value", result)
+        if value is None or (isinstance(value, float) and math.isnan(value)):
+            return None, self.llm.statements or 0, 0
+        return float(value), self.llm.statements or 0, 0
+
+    async def aclose(self) -> None:
+        await self.client.close()
+
+
+# --------------------------------------------------------------------------------------------
+# Rows and summary
+# --------------------------------------------------------------------------------------------
+
+
+def _passage_text(p: Any) -> str:
+    if isinstance(p, str):
+        return p
+    if isinstance(p, Mapping):
+        title, text = p.get("title", ""), p.get("text", "")
+    else:
+        title, text = getattr(p, "title", ""), getattr(p, "text", "")
+    return f"{title}\n{text}" if title else str(text)
+
+
+def _contexts(trace: Trace, passages_by_id: Mapping[str, Any]) -> list[str] | None:
+    """The texts of every doc the trace retrieved (union, first-seen order); None when it made no retrieval."""
+    retrievals = trace.retrievals
+    if not retrievals:
+        return None
+    ids = list(dict.fromkeys(d for r in retrievals for d in r.doc_ids))
+    missing = [d for d in ids if d not in passages_by_id]
+    if missing:
+        raise KeyError(
+            f"{trace.strategy}/{trace.probe_id}: retrieved doc id(s) not in the corpus: {', '.join(missing[:5])}"
+        )
+    return [_passage_text(passages_by_id[d]) for d in ids]
+
+
+def _row(value: float | None, method: str, parse_failures: int = 0, claims: int = 0) -> dict[str, Any]:
+    return {
+        "faithfulness": value,
+        "faithfulness_method": method,
+        "judge_parse_failures": parse_failures,
+        "claims": claims,
+    }
+
+
+def _lexical_row(trace: Trace, contexts: list[str]) -> dict[str, Any]:
+    claims = answer_claims(trace.output)
+    if not claims:
+        return _row(None, NO_CLAIMS)
+    supported = sum(lexical_support(c, contexts) for c in claims)
+    return _row(supported / len(claims), LEXICAL_METHOD, 0, len(claims))
+
+
+def faithfulness_rows(
+    traces: Iterable[Trace], passages_by_id: Mapping[str, Any], judge: Judge | None = None
+) -> dict[tuple[str, str], dict[str, Any]]:
+    """One faithfulness row per (strategy, probe_id); see the module docstring for the contract."""
+    traces = list(traces)
+    rows: dict[tuple[str, str], dict[str, Any]] = {}
+    pending: list[tuple[tuple[str, str], Trace, list[str]]] = []
+    for t in traces:
+        key = (t.strategy, t.probe_id)
+        if t.error:
+            rows[key] = _row(None, ERROR)
+            continue
+        contexts = _contexts(t, passages_by_id)
+        if contexts is None:
+            rows[key] = _row(None, NO_CONTEXT)
+        elif judge is None:
+            rows[key] = _lexical_row(t, contexts)
+        elif not answer_claims(t.output):
+            rows[key] = _row(None, NO_CLAIMS)
+        elif not contexts:
+            # ragas refuses empty contexts; nothing retrieved supports any claim.
+            rows[key] = _row(0.0, judge.method, 0, len(answer_claims(t.output)))
+        else:
+            rows[key] = _row(None, judge.method)  # placeholder, filled below in order
+            pending.append((key, t, contexts))
+    if pending:
+        asyncio.run(_judge_all(judge, pending, rows))
+    return rows
+
+
+async def _judge_all(judge: Judge, pending, rows) -> None:
+    scorer = _RagasScorer(judge)
+    try:
+        for key, t, contexts in pending:
+            value, statements, failures = await scorer.score(t.question, _judge_text(t.output), contexts)
+            method = judge.method if (value is not None or failures) else NO_CLAIMS
+            rows[key] = _row(value, method, failures, statements)
+    finally:
+        await scorer.aclose()
+
+
+def summarize_faithfulness(rows: Mapping[tuple[str, str], Mapping[str, Any]]) -> dict[str, dict[str, Any]]:
+    """Per strategy: ``faithfulness`` (mean over scored probes, None if none), ``faithfulness_method``
+    and ``judge_parse_failures`` (sum); strategies in first-appearance order."""
+    out: dict[str, dict[str, Any]] = {}
+    groups: dict[str, list[Mapping[str, Any]]] = {}
+    for (strategy, _probe), row in rows.items():
+        groups.setdefault(strategy, []).append(row)
+    for strategy, rs in groups.items():
+        scored = [r["faithfulness"] for r in rs if r["faithfulness"] is not None]
+        methods = [r["faithfulness_method"] for r in rs if not r["faithfulness_method"].startswith("n/a")]
+        if methods:
+            method = methods[0]
+        elif any(r["faithfulness_method"] == NO_CONTEXT for r in rs):
+            method = NO_CONTEXT
+        else:
+            method = rs[0]["faithfulness_method"] if rs else NO_CONTEXT
+        out[strategy] = {
+            "faithfulness": (sum(scored) / len(scored)) if scored else None,
+            "faithfulness_method": method,
+            "judge_parse_failures": int(sum(r["judge_parse_failures"] for r in rs)),
+        }
+    return out

@@ -1,0 +1,497 @@
+"""Faithfulness (bench/faithfulness.py): claims, the offline lexical-overlap score and its agreement
+with a hand-labelled set, the no-context policy, judge configuration and key redaction, and the
+ragas path against a real local judge (``python -m llama_cpp.server`` with the embedded model)."""
+
+from __future__ import annotations
+
+import importlib.util
+import json
+import os
+import socket
+import subprocess
+import sys
+import time
+import urllib.request
+from pathlib import Path
+
+import pytest
+
+from bench.faithfulness import (
+    LEXICAL_METHOD,
+    LEXICAL_THRESHOLD,
+    NO_CLAIMS,
+    NO_CONTEXT,
+    Judge,
+    JudgeError,
+    answer_claims,
+    content_tokens,
+    faithfulness_rows,
+    lexical_support,
+    parse_judge,
+    summarize_faithfulness,
+)
+from strategies.records import FIRST_HOP, LOW_CONFIDENCE, Retrieval, Step, Trace
+
+ROOT = Path(__file__).resolve().parent.parent
+LABELLED = ROOT / "tests" / "fixtures" / "faithfulness_labelled.jsonl"
+
+# Measured on the labelled set when the threshold was chosen (accuracy 0.688, recall on
+# "unsupported" 0.957); the floors sit a little below so that a regression fails, not noise.
+ACCURACY_FLOOR = 0.65
+UNSUPPORTED_RECALL_FLOOR = 0.85
+
+AIDA = (
+    "# Aida Wang\n\n## Family\nThe mother of Aida Wang is Shelli Beltran.\nThe father of Aida Wang is "
+    "Dino Beltran.\n\n## Attributes\nThe date of birth of Aida Wang is 0295-05-30.\n"
+    "The occupation of Aida Wang is personal assistant."
+)
+PASSAGES = {
+    "aida-wang": {"title": "Aida Wang", "text": AIDA},
+    "dino-beltran": {"title": "Dino Beltran", "text": "The wife of Dino Beltran is Shelli Beltran."},
+}
+
+
+def _corpus() -> dict[str, dict]:
+    out = {}
+    for name in ("phantomwiki", "engdocs"):
+        for line in (ROOT / "probes" / name / "corpus.jsonl").read_text().splitlines():
+            d = json.loads(line)
+            out[d["id"]] = d
+    return out
+
+
+def _trace(strategy: str, probe_id: str, output: str, doc_ids: list[list[str]], error: str | None = None) -> Trace:
+    steps = [Step(text=output)]
+    for i, ids in enumerate(doc_ids):
+        steps[0].retrievals.append(
+            Retrieval(query="q", reason=FIRST_HOP if i == 0 else LOW_CONFIDENCE, doc_ids=ids, seconds=0.0)
+        )
+    return Trace(
+        question="Who is the mother of Aida Wang?",
+        output=output,
+        answer=None,
+        stop_reason="answer",
+        steps=steps,
+        probe_id=probe_id,
+        strategy=strategy,
+        error=error,
+    )
+
+
+# ------------------------------------------------------------------------------------------
+# Claims and the lexical rule
+# ------------------------------------------------------------------------------------------
+
+
+def test_claims_leave_out_the_final_answer_statement():
+    out = "The mother of Aida Wang is Shelli Beltran. So the answer is Shelli Beltran."
+    assert answer_claims(out) == ["The mother of Aida Wang is Shelli Beltran."]
+
+
+def test_a_lone_final_answer_is_its_answer_part():
+    assert answer_claims("So the answer is Shelli Beltran.") == ["Shelli Beltran."]
+
+
+def test_claims_drop_search_markers_and_empty_sentences():
+    out = "[Search(mother of Aida Wang)] The mother of Aida Wang is Shelli Beltran. So it is. So the answer is X."
+    assert answer_claims(out) == ["The mother of Aida Wang is Shelli Beltran."]
+    assert answer_claims("") == []
+
+
+def test_content_tokens_keep_numbers_whole_and_stem_words():
+    toks = content_tokens("Aida Wang was born on 0295-05-30 in tw-north-1; the brothers are not here.")
+    assert {"0295-05-30", "tw-north-1", "brother", "not", "aida"} <= toks
+    assert "the" not in toks and "was" not in toks
+
+
+@pytest.mark.parametrize(
+    "claim",
+    [
+        "The mother of Aida Wang is Shelli Beltran.",
+        "Shelli Beltran is the mother of Aida Wang.",  # reordered
+        "Aida Wang's mother is Shelli Beltran.",  # possessive
+        "The occupation of Aida Wang is personal assistant.",
+    ],
+)
+def test_supported_claims(claim):
+    assert lexical_support(claim, [AIDA])
+
+
+@pytest.mark.parametrize(
+    "claim",
+    [
+        "The father of Aida Wang is Shelli Beltran.",  # right entities, wrong relation
+        "The date of birth of Aida Wang is 0295-05-31.",  # wrong date: every number must match
+        "The mother of Aida Wang is Daisy Beltran.",  # swapped name
+        "The occupation of Aida Wang is actuary.",
+        "Aida Wang lives in Lisbon.",
+    ],
+)
+def test_unsupported_claims(claim):
+    assert not lexical_support(claim, [AIDA])
+
+
+def test_support_needs_one_sentence_not_the_whole_context():
+    # Every word is somewhere in the contexts, but no one sentence says it.
+    assert not lexical_support("The father of Aida Wang is Shelli Beltran.", [AIDA, PASSAGES["dino-beltran"]["text"]])
+
+
+# ------------------------------------------------------------------------------------------
+# Rows, policies, summary
+# ------------------------------------------------------------------------------------------
+
+
+def test_rows_score_the_union_of_every_retrieval():
+    out = (
+        "The mother of Aida Wang is Shelli Beltran. The wife of Dino Beltran is Shelli Beltran. "
+        "The hobby of Aida Wang is chess. So the answer is Shelli Beltran."
+    )
+    rows = faithfulness_rows([_trace("flare_direct", "p1", out, [["aida-wang"], ["dino-beltran"]])], PASSAGES)
+    row = rows[("flare_direct", "p1")]
+    assert row == {
+        "faithfulness": pytest.approx(2 / 3),
+        "faithfulness_method": LEXICAL_METHOD,
+        "judge_parse_failures": 0,
+        "claims": 3,
+    }
+
+
+def test_no_context_policy_is_none_never_zero():
+    traces = [
+        _trace("no_retrieval", "p1", "The mother of Aida Wang is Shelli Beltran.", []),
+        _trace("no_retrieval", "p2", "So the answer is Bob.", []),
+    ]
+    rows = faithfulness_rows(traces, PASSAGES)
+    assert all(r["faithfulness"] is None and r["faithfulness_method"] == NO_CONTEXT for r in rows.values())
+    summary = summarize_faithfulness(rows)
+    assert summary == {
+        "no_retrieval": {"faithfulness": None, "faithfulness_method": NO_CONTEXT, "judge_parse_failures": 0}
+    }
+
+
+def test_empty_retrievals_errors_and_claimless_outputs():
+    traces = [
+        _trace("single_time", "p1", "The mother of Aida Wang is Shelli Beltran.", [[]]),  # looked, found nothing
+        _trace("single_time", "p2", "", [["aida-wang"]]),  # said nothing
+        _trace("single_time", "p3", "The mother of Aida Wang is Shelli Beltran.", [["aida-wang"]], error="boom"),
+        _trace("single_time", "p4", "The mother of Aida Wang is Shelli Beltran.", [["aida-wang"]]),
+    ]
+    rows = faithfulness_rows(traces, PASSAGES)
+    assert rows[("single_time", "p1")]["faithfulness"] == 0.0
+    assert rows[("single_time", "p2")]["faithfulness_method"] == NO_CLAIMS
+    assert rows[("single_time", "p3")]["faithfulness_method"] == "n/a: error"
+    assert rows[("single_time", "p4")]["faithfulness"] == 1.0
+    summary = summarize_faithfulness(rows)["single_time"]
+    assert summary["faithfulness"] == pytest.approx(0.5)  # mean of the two scored probes
+    assert summary["faithfulness_method"] == LEXICAL_METHOD
+
+
+def test_unknown_doc_id_is_an_error_that_names_it():
+    with pytest.raises(KeyError, match="gone-doc"):
+        faithfulness_rows([_trace("single_time", "p1", "A is B.", [["gone-doc"]])], PASSAGES)
+
+
+# ------------------------------------------------------------------------------------------
+# Agreement with the hand-labelled set
+# ------------------------------------------------------------------------------------------
+
+
+def _agreement(threshold: float = LEXICAL_THRESHOLD) -> dict[str, float]:
+    corpus = _corpus()
+    items = [json.loads(line) for line in LABELLED.read_text().splitlines() if line.strip()]
+    tp = fp = tn = fn = 0
+    for it in items:
+        contexts = [f"{corpus[d]['title']}\n{corpus[d]['text']}" for d in it["doc_ids"]]
+        said = lexical_support(it["claim"], contexts, threshold)
+        if it["supported"]:
+            tp, fn = tp + said, fn + (not said)
+        else:
+            fp, tn = fp + said, tn + (not said)
+    return {
+        "n": len(items),
+        "accuracy": (tp + tn) / len(items),
+        "unsupported_precision": tn / (tn + fn) if tn + fn else 0.0,
+        "unsupported_recall": tn / (tn + fp) if tn + fp else 0.0,
+    }
+
+
+def test_labelled_set_is_well_formed():
+    corpus = _corpus()
+    items = [json.loads(line) for line in LABELLED.read_text().splitlines() if line.strip()]
+    assert len(items) >= 40
+    assert {type(it["supported"]) for it in items} == {bool}
+    assert 0.3 < sum(it["supported"] for it in items) / len(items) < 0.7
+    for it in items:
+        assert set(it) == {"claim", "doc_ids", "supported", "note"}
+        assert it["doc_ids"] and all(d in corpus for d in it["doc_ids"]), it
+    docs = {d for it in items for d in it["doc_ids"]}
+    assert any(d.startswith(("svc-", "pol-", "rel-")) for d in docs)  # engdocs
+    assert any("-" in d and not d.startswith(("svc-", "pol-", "rel-")) for d in docs)  # phantomwiki
+
+
+def test_lexical_agreement_with_the_labelled_set():
+    got = _agreement()
+    print(f"lexical-overlap on {got['n']} labelled claims: {got}")
+    assert got["accuracy"] >= ACCURACY_FLOOR
+    assert got["unsupported_recall"] >= UNSUPPORTED_RECALL_FLOOR
+
+
+# ------------------------------------------------------------------------------------------
+# Judge configuration and the key
+# ------------------------------------------------------------------------------------------
+
+SECRET = "sk-test-DO-NOT-LEAK-1234567890"
+
+
+def test_parse_judge():
+    assert parse_judge(None) is None
+    j = parse_judge("openai:gpt-4o-mini", env={"JUDGE_API_KEY": SECRET})
+    assert (j.model, j.base_url, j.api_key) == ("gpt-4o-mini", None, SECRET)
+    j = parse_judge("openai:m", env={"JUDGE_BASE_URL": "http://h/v1", "OPENAI_API_KEY": "k2"})
+    assert (j.base_url, j.api_key) == ("http://h/v1", "k2")
+    j = parse_judge(
+        "openai:m",
+        "http://flag/v1",
+        env={"JUDGE_BASE_URL": "http://env/v1", "JUDGE_API_KEY": "k1", "OPENAI_API_KEY": "k2"},
+    )
+    assert (j.base_url, j.api_key) == ("http://flag/v1", "k1")
+    assert parse_judge("openai:m", "http://127.0.0.1:8000/v1", env={}).api_key == "no-key"
+    with pytest.raises(JudgeError, match="no API key"):
+        parse_judge("openai:m", env={})
+    assert parse_judge("openai:m", "http://h/v1", env={"JUDGE_JSON_MODE": "json_schema"}).json_mode == "json_schema"
+    with pytest.raises(JudgeError, match="JUDGE_JSON_MODE"):
+        parse_judge("openai:m", "http://h/v1", env={"JUDGE_JSON_MODE": "yaml"})
+    for bad in ("gpt-4o", "anthropic:claude", "openai:"):
+        with pytest.raises(JudgeError, match="openai:MODEL"):
+            parse_judge(bad, env={"JUDGE_API_KEY": "k"})
+
+
+def test_the_key_never_reaches_repr_config_rows_or_errors():
+    j = parse_judge("openai:m", "http://127.0.0.1:9/v1", env={"JUDGE_API_KEY": SECRET})
+    assert SECRET not in repr(j)
+    assert SECRET not in json.dumps(j.describe())
+    assert j.describe()["api_key_set"] is True
+    assert SECRET not in j.redact(f"401: bad key {SECRET}")
+    # A trace without context never calls the judge; its rows and summary hold no key.
+    rows = faithfulness_rows([_trace("no_retrieval", "p1", "A is B.", [])], PASSAGES, judge=j)
+    assert SECRET not in json.dumps([list(rows.values()), summarize_faithfulness(rows)])
+
+
+def test_unreachable_judge_is_an_error_not_a_parse_failure():
+    _needs_ragas()
+    port = _free_port()  # nothing listens there
+    j = parse_judge("openai:m", f"http://127.0.0.1:{port}/v1", env={"JUDGE_API_KEY": SECRET})
+    trace = _trace("single_time", "p1", "The mother of Aida Wang is Shelli Beltran.", [["aida-wang"]])
+    with pytest.raises(JudgeError) as info:
+        faithfulness_rows([trace], PASSAGES, judge=j)
+    assert SECRET not in str(info.value)
+
+
+class _FakeJudge:
+    """A minimal OpenAI-compatible /v1/chat/completions endpoint with scripted replies, to pin down
+    the accounting of the ragas path without a model: ``mode`` "good" answers in the requested
+    shape (statement 1 supported, the others not), "garbage" answers with text that is not JSON."""
+
+    def __init__(self, mode: str):
+        import http.server
+        import threading
+
+        self.mode, self.auth = mode, []
+        judge = self
+
+        class Handler(http.server.BaseHTTPRequestHandler):
+            def log_message(self, *a):
+                pass
+
+            def do_POST(self):
+                body = json.loads(self.rfile.read(int(self.headers["Content-Length"])))
+                judge.auth.append(self.headers.get("Authorization", ""))
+                prompt = " ".join(str(m.get("content", "")) for m in body["messages"])
+                if judge.mode == "garbage":
+                    content = "I think it is fine."
+                elif "verdict" in prompt:  # ragas's NLI step: one verdict per statement
+                    content = json.dumps(
+                        {
+                            "statements": [
+                                {"statement": st, "reason": "r", "verdict": int(i == 0)}
+                                for i, st in enumerate(["s1", "s2"])
+                            ]
+                        }
+                    )
+                else:
+                    content = json.dumps({"statements": ["s1", "s2"]})
+                reply = {
+                    "id": "x",
+                    "object": "chat.completion",
+                    "created": 0,
+                    "model": body.get("model", "m"),
+                    "choices": [
+                        {"index": 0, "message": {"role": "assistant", "content": content}, "finish_reason": "stop"}
+                    ],
+                    "usage": {"prompt_tokens": 1, "completion_tokens": 1, "total_tokens": 2},
+                }
+                data = json.dumps(reply).encode()
+                self.send_response(200)
+                self.send_header("Content-Type", "application/json")
+                self.send_header("Content-Length", str(len(data)))
+                self.end_headers()
+                self.wfile.write(data)
+
+        self.server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        self.url = f"http://127.0.0.1:{self.server.server_address[1]}/v1"
+        threading.Thread(target=self.server.serve_forever, daemon=True).start()
+
+    def close(self):
+        self.server.shutdown()
+        self.server.server_close()
+
+
+@pytest.mark.parametrize("mode", ["good", "garbage"])
+def test_ragas_path_accounting_with_a_scripted_endpoint(mode, monkeypatch):
+    _needs_ragas()
+    fake = _FakeJudge(mode)
+    try:
+        monkeypatch.setenv("JUDGE_API_KEY", SECRET)
+        j = parse_judge("openai:fake", fake.url)
+        j = Judge(model=j.model, base_url=j.base_url, api_key=j.api_key, max_retries=1, spec=j.spec)
+        traces = [
+            _trace(
+                "single_time",
+                "p1",
+                "The mother of Aida Wang is Shelli Beltran. So the answer is Shelli Beltran.",
+                [["aida-wang"]],
+            ),
+            _trace("no_retrieval", "p1", "The mother of Aida Wang is Shelli Beltran.", []),
+        ]
+        rows = faithfulness_rows(traces, PASSAGES, judge=j)
+    finally:
+        fake.close()
+    row = rows[("single_time", "p1")]
+    assert rows[("no_retrieval", "p1")]["faithfulness_method"] == NO_CONTEXT
+    assert row["faithfulness_method"] == "ragas-faithfulness:openai:fake"
+    if mode == "good":
+        assert row == {"faithfulness": 0.5, "faithfulness_method": j.method, "judge_parse_failures": 0, "claims": 2}
+    else:
+        assert row["faithfulness"] is None and row["judge_parse_failures"] == 1
+        assert summarize_faithfulness(rows)["single_time"]["judge_parse_failures"] == 1
+    assert fake.auth and all(a == f"Bearer {SECRET}" for a in fake.auth)  # the key goes to the endpoint only
+    assert SECRET not in json.dumps([list(rows.values()), summarize_faithfulness(rows), j.describe()])
+
+
+# ------------------------------------------------------------------------------------------
+# The ragas path against a real judge: llama_cpp.server with the embedded model
+# ------------------------------------------------------------------------------------------
+
+
+def _needs_ragas() -> None:
+    # Not importorskip: ragas 0.4.3 imports only after bench.faithfulness's shim (see _import_ragas).
+    if importlib.util.find_spec("ragas") is None:
+        pytest.skip("ragas is not installed (pip install -e '.[judge]')")
+
+
+def _free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+@pytest.fixture(scope="module")
+def local_judge_url(tmp_path_factory):
+    pytest.importorskip("llama_cpp.server")
+    from strategies.backends import smollm2_path
+
+    port = _free_port()
+    log = tmp_path_factory.mktemp("judge") / "server.log"
+    cmd = [
+        sys.executable,
+        "-m",
+        "llama_cpp.server",
+        "--model",
+        str(smollm2_path()),
+        "--n_ctx",
+        "8192",
+        "--host",
+        "127.0.0.1",
+        "--port",
+        str(port),
+        "--n_threads",
+        "2",
+        "--chat_format",
+        "chatml",
+    ]
+    with open(log, "w") as out:
+        proc = subprocess.Popen(cmd, stdout=out, stderr=subprocess.STDOUT)
+    url = f"http://127.0.0.1:{port}/v1"
+    try:
+        deadline = time.time() + 180
+        while True:
+            if proc.poll() is not None:
+                pytest.fail(f"llama_cpp.server exited with {proc.returncode}:\n{log.read_text()[-3000:]}")
+            try:
+                with urllib.request.urlopen(f"{url}/models", timeout=2) as r:
+                    if r.status == 200:
+                        break
+            except OSError:
+                pass
+            if time.time() > deadline:
+                pytest.fail(f"llama_cpp.server not ready after 180 s:\n{log.read_text()[-3000:]}")
+            time.sleep(0.5)
+        yield url
+    finally:
+        proc.terminate()
+        try:
+            proc.wait(timeout=20)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            proc.wait()
+
+
+@pytest.mark.model
+@pytest.mark.parametrize("json_mode", ["json", "json_schema"])
+def test_ragas_path_against_a_local_judge(local_judge_url, json_mode, monkeypatch):
+    """The whole ragas path against llama_cpp.server with the bundled 135M model. "json" is ragas's
+    own setting (the 135M judge's replies mostly fail to validate: counted as parse failures);
+    "json_schema" makes the server force the schema with a grammar (the replies parse)."""
+    _needs_ragas()
+    import tiktoken
+
+    # The faithfulness path must not tokenise with tiktoken (it would fetch BPE files offline).
+    def no_tiktoken(*a, **k):
+        raise AssertionError("tiktoken was used on the faithfulness path")
+
+    monkeypatch.setattr(tiktoken, "get_encoding", no_tiktoken)
+    monkeypatch.setattr(tiktoken, "encoding_for_model", no_tiktoken)
+    monkeypatch.setenv("JUDGE_API_KEY", SECRET)
+    monkeypatch.setenv("JUDGE_JSON_MODE", json_mode)
+    judge = parse_judge("openai:smollm2", local_judge_url)
+    assert judge.json_mode == json_mode
+    # Short replies and one attempt per call keep this test to a few LM calls on 2 cores.
+    judge = Judge(
+        judge.model, judge.base_url, judge.api_key, max_tokens=192, max_retries=1, spec=judge.spec, json_mode=json_mode
+    )
+    traces = [
+        _trace(
+            "single_time",
+            "p1",
+            "The mother of Aida Wang is Shelli Beltran. Aida Wang is a personal assistant. "
+            "So the answer is Shelli Beltran.",
+            [["aida-wang"]],
+        ),
+        _trace("no_retrieval", "p1", "The mother of Aida Wang is Shelli Beltran.", []),
+    ]
+    t0 = time.time()
+    rows = faithfulness_rows(traces, PASSAGES, judge=judge)
+    summary = summarize_faithfulness(rows)
+    print(f"ragas ({json_mode}) via llama_cpp.server in {time.time() - t0:.1f}s: {rows} {summary}")
+    assert rows[("no_retrieval", "p1")]["faithfulness_method"] == NO_CONTEXT
+    row = rows[("single_time", "p1")]
+    # The judged answer got a score in [0, 1], or no statement (n/a: no claims), or is a counted
+    # parse failure: never a silent 0.
+    assert row["faithfulness_method"] in (judge.method, NO_CLAIMS)
+    if row["faithfulness"] is None:
+        assert row["judge_parse_failures"] == 1 or row["faithfulness_method"] == NO_CLAIMS
+    else:
+        assert 0.0 <= row["faithfulness"] <= 1.0 and row["judge_parse_failures"] == 0
+    assert summary["single_time"]["judge_parse_failures"] == row["judge_parse_failures"]
+    assert SECRET not in json.dumps([{f"{k[0]}/{k[1]}": v for k, v in rows.items()}, summary, judge.describe()])
+    assert os.environ.get("RAGAS_DO_NOT_TRACK") == "true"

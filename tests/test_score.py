@@ -1,0 +1,140 @@
+"""`flarebench score RUN_DIR` recomputes every summary column from traces.jsonl and gives the same
+summary as the run wrote; prices and the delta reference are recorded in run.json outside
+``config`` (so resuming with other ones is not refused). A scripted LM stands in for the model."""
+
+from __future__ import annotations
+
+import contextlib
+import io
+import json
+import math
+
+import pandas as pd
+import pytest
+
+import bench.session
+from bench import cli
+from bench.metrics import SUMMARY_COLUMNS
+from strategies.registry import names
+from tests.scripted import ScriptedLM
+
+names()
+
+
+class ProbeAwareLM(ScriptedLM):
+    """Answers each phantomwiki probe from a fixed table: right, wrong, or without a statement, with
+    per-token probabilities that differ per probe (so FLARE's gate has something to measure)."""
+
+    name = "scripted"
+
+    def __init__(self):
+        super().__init__([""])
+        from probes.load import load_probe_set
+
+        self.probes = load_probe_set("phantomwiki").probes
+
+    def _complete(self, request):
+        i, probe = next(((i, p) for i, p in enumerate(self.probes) if p.question in request.prompt.dynamic), (0, None))
+        gold = ", ".join(probe.answers) if probe else "x"
+        if i % 4 == 0:
+            item = ([" So the answer is ", gold, "."], [0.95, 0.9, 0.99])
+        elif i % 4 == 1:
+            item = ([" So the answer is ", "Nobody", "."], [0.95, 0.3, 0.99])
+        elif i % 4 == 2:
+            item = ([" The answer might be ", gold, "."], [0.9, 0.6, 0.99])  # no statement
+        else:
+            item = ([" Hmm", " and"], [0.5, 0.5], "length")  # cut by the token cap
+        self.script = [item]
+        self.requests = []
+        return super()._complete(request)
+
+
+@pytest.fixture
+def lm(monkeypatch):
+    lm = ProbeAwareLM()
+    monkeypatch.setattr(bench.session, "make_lm", lambda spec: lm)
+    return lm
+
+
+def _cli(*args) -> tuple[int, str, str]:
+    out, err = io.StringIO(), io.StringIO()
+    with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
+        code = cli.main(list(args))
+    return code, out.getvalue(), err.getvalue()
+
+
+SPECS = ("no_retrieval", "single_time", "flare_direct:theta=0.7")
+
+
+def test_score_gives_the_summary_the_run_wrote(tmp_path, lm):
+    prices = tmp_path / "prices.toml"
+    prices.write_text('[models."scripted"]\nprompt_per_1m = 3.0\ncompletion_per_1m = 15.0\nper_retrieval = 0.001\n')
+    run_dir = tmp_path / "run"
+    strategies = [a for s in SPECS for a in ("--strategy", s)]
+    code, out, err = _cli("run", *strategies, "--limit", "8", "--report-dir", str(run_dir), "--prices", str(prices))
+    assert code == 0, out + err
+    csv_run = (run_dir / "summary.csv").read_text()
+    md_run = (run_dir / "summary.md").read_text()
+    run = json.loads((run_dir / "run.json").read_text())
+    assert run["scoring"]["reference"] == "single_time"
+    assert run["scoring"]["price"]["prompt_per_1m"] == 3.0 and "prices" not in json.dumps(run["config"])
+
+    s = pd.read_csv(run_dir / "summary.csv").set_index("strategy")
+    assert list(s.reset_index().columns) == SUMMARY_COLUMNS
+    # the scripted answers: probes 0 and 4 right, 1 and 5 wrong, 2 and 6 without a statement (the
+    # fallback reads the gold), 3 and 7 cut by the token cap
+    st = s.loc["single_time"]
+    assert st["em"] == pytest.approx(2 / 8) and st["em_lenient"] == pytest.approx(4 / 8)
+    assert st["incomplete_no_answer"] == pytest.approx(2 / 8)
+    assert st["incomplete_token_cap"] == pytest.approx(2 / 8)
+    assert st["incomplete_rate"] == pytest.approx(4 / 8)
+    assert st["recall_at_k"] == st["recall"]
+    assert st["cost_per_q"] == pytest.approx(
+        (st["prompt_tokens_per_q"] * 3 + st["completion_tokens_per_q"] * 15) / 1e6 + st["retrievals_per_q"] * 0.001,
+        rel=1e-5,
+    )
+    assert st["em_delta"] == 0 and st["delta_reference"] == "single_time"
+    assert math.isnan(st["gate_auroc"])
+    fd = s.loc["flare_direct:theta=0.7"]
+    assert 0.0 <= fd["gate_auroc"] <= 1.0 and fd["gate_fire_wrong"] == 1.0
+    assert "cost_per_q: scripted priced at 3 USD per 1M prompt tokens sent" in md_run
+
+    code, out, err = _cli("score", str(run_dir))
+    assert code == 0, out + err
+    assert (run_dir / "summary.csv").read_text() == csv_run
+    assert (run_dir / "summary.md").read_text() == md_run
+
+    # Rescoring with other options changes only what they govern.
+    code, out, err = _cli("score", str(run_dir), "--reference", "no_retrieval")
+    assert code == 0, out + err
+    again = pd.read_csv(run_dir / "summary.csv").set_index("strategy")
+    assert (again["delta_reference"] == "no_retrieval").all()
+    pd.testing.assert_series_equal(again["em"], s["em"])
+
+
+def test_resume_with_other_prices_or_reference_is_allowed(tmp_path, lm):
+    run_dir = tmp_path / "run"
+    code, out, err = _cli("run", "--strategy", "single_time", "--limit", "2", "--report-dir", str(run_dir))
+    assert code == 0, out + err
+    traces = (run_dir / "traces.jsonl").read_text()
+    run = json.loads((run_dir / "run.json").read_text())
+    assert run["scoring"]["price"] is None  # the scripted LM has no entry in the shipped table
+    assert math.isnan(pd.read_csv(run_dir / "summary.csv")["cost_per_q"].iloc[0])
+    prices = tmp_path / "p.toml"
+    prices.write_text('[models."scripted"]\nprompt_per_1m = 1.0\ncompletion_per_1m = 1.0\n')
+    code, out, err = _cli(
+        "run", "--strategy", "single_time", "--limit", "2", "--report-dir", str(run_dir),
+        "--prices", str(prices), "--reference", "no_retrieval",
+    )  # fmt: skip
+    assert code == 0, out + err
+    assert (run_dir / "traces.jsonl").read_text() == traces  # resumed, nothing generated again
+    assert json.loads((run_dir / "run.json").read_text())["scoring"]["reference"] == "no_retrieval"
+    assert pd.read_csv(run_dir / "summary.csv")["cost_per_q"].iloc[0] > 0
+
+
+def test_bad_price_file_is_a_usage_error(tmp_path, lm):
+    bad = tmp_path / "bad.toml"
+    bad.write_text("[models")
+    code, out, err = _cli("run", "--strategy", "single_time", "--limit", "1", "--prices", str(bad),
+                          "--report-dir", str(tmp_path / "r"))  # fmt: skip
+    assert code == 2 and "bad.toml: not a price table" in err and "Traceback" not in err
