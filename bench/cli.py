@@ -113,6 +113,18 @@ def _score(args: argparse.Namespace) -> int:
     )
     write_summary(run_dir, summary, config)
     print(format_table(summary))
+    for field in args.by or []:
+        from bench.breakdown import BreakdownError, breakdown
+        from bench.report import probe_rows, write_atomic
+
+        try:
+            table = breakdown(
+                probe_rows(traces, {p.id: p for p in probe_set.probes}), field, list(config["strategies"])
+            )
+        except BreakdownError as e:
+            raise UserError(str(e)) from None
+        write_atomic(run_dir / f"breakdown_{field}.csv", table.to_csv(index=False, float_format="%.6g"))
+        print(f"\nby {field} (breakdown_{field}.csv):\n{format_table(table)}")
     return 0
 
 
@@ -169,6 +181,13 @@ def build_parser() -> argparse.ArgumentParser:
         description="Recompute summary.csv and summary.md of RUN_DIR from traces.jsonl, without generating.",
     )
     score.add_argument("run_dir", metavar="RUN_DIR")
+    score.add_argument(
+        "--by",
+        action="append",
+        metavar="FIELD",
+        help="also break the results down by a probe metadata field (e.g. difficulty, hops); "
+        "writes breakdown_FIELD.csv; repeatable",
+    )
     for opt in RUN_OPTIONS:
         if opt.flag in ("--judge", "--judge-base-url"):
             score.add_argument(opt.flag, **opt.argparse_kwargs())

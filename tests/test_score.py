@@ -138,3 +138,16 @@ def test_bad_price_file_is_a_usage_error(tmp_path, lm):
     code, out, err = _cli("run", "--strategy", "single_time", "--limit", "1", "--prices", str(bad),
                           "--report-dir", str(tmp_path / "r"))  # fmt: skip
     assert code == 2 and "bad.toml: not a price table" in err and "Traceback" not in err
+
+
+def test_score_breaks_results_down_by_a_metadata_field(tmp_path, lm):
+    run_dir = tmp_path / "run"
+    code, out, err = _cli("run", "--strategy", "single_time", "--limit", "8", "--report-dir", str(run_dir))
+    assert code == 0, out + err
+    code, out, err = _cli("score", str(run_dir), "--by", "difficulty")
+    assert code == 0, out + err
+    table = pd.read_csv(run_dir / "breakdown_difficulty.csv")
+    assert list(table.columns[:3]) == ["strategy", "difficulty", "n"] and table["n"].sum() == 8
+    assert "by difficulty (breakdown_difficulty.csv)" in out
+    code, out, err = _cli("score", str(run_dir), "--by", "colour")
+    assert code == 2 and "no probe metadata field 'colour'; fields: difficulty" in err
