@@ -225,10 +225,16 @@ class _Check:
     def bad(self, field: str, msg: str) -> None:
         self.problems.add(self.rec.n, field, msg, self.rid)
 
-    def string(self, field: str, value, *, required: bool = True, nonempty: bool = True) -> bool:
+    def _present(self, field: str, value, required: bool) -> bool:
+        """Whether there is a value to check; a missing required one is reported."""
         if value is MISSING or (value is None and not required):
             if required:
                 self.bad(field, "missing required field")
+            return False
+        return True
+
+    def string(self, field: str, value, *, required: bool = True, nonempty: bool = True) -> bool:
+        if not self._present(field, value, required):
             return False
         if not isinstance(value, str):
             self.bad(field, f"expected a string, got {_type_name(value)}")
@@ -239,9 +245,7 @@ class _Check:
         return True
 
     def str_list(self, field: str, value, *, required: bool = True) -> bool:
-        if value is MISSING or (value is None and not required):
-            if required:
-                self.bad(field, "missing required field")
+        if not self._present(field, value, required):
             return False
         if not isinstance(value, list):
             self.bad(field, f"expected a list of strings, got {_type_name(value)}")
@@ -255,9 +259,7 @@ class _Check:
 
     def obj_list(self, field: str, value, *, required: bool = True) -> list[tuple[str, dict]]:
         """Check a list of objects; returns (field path, object) for each good item."""
-        if value is MISSING or (value is None and not required):
-            if required:
-                self.bad(field, "missing required field")
+        if not self._present(field, value, required):
             return []
         if not isinstance(value, list):
             self.bad(field, f"expected a list of objects, got {_type_name(value)}")
