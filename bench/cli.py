@@ -1,7 +1,9 @@
 """The ``flarebench`` console script (also ``python -m bench``).
 
 ``flarebench run [OPTIONS]`` runs strategies exactly as ``pytest bench [OPTIONS]`` does (the same
-option names); ``flarebench score RUN_DIR`` recomputes the metrics of a run from its traces.
+option names); ``compare`` runs several strategies into one report; ``sweep`` runs one parameter
+over values; ``score RUN_DIR`` recomputes a run's metrics from its traces and ``report RUN_DIR``
+rebuilds its report.html as well.
 """
 
 from __future__ import annotations
@@ -12,20 +14,24 @@ import sys
 from pathlib import Path
 
 from bench.options import RUN_OPTIONS
+from bench.runner import RESUME_HINT
+from strategies.lm import LMUnavailable
 
 
 class UserError(Exception):
     """A mistake in the command line or the files it names: printed as one line, exit status 2."""
 
 
-def _run(args: argparse.Namespace) -> int:
+def _run(args: argparse.Namespace, study: dict | None = None) -> int:
     from bench.runner import StrategyRefused
     from bench.session import BenchSession, ConfigError
 
     try:
-        session = BenchSession(**{o.dest: getattr(args, o.dest) for o in RUN_OPTIONS})
+        session = BenchSession(**{o.dest: getattr(args, o.dest) for o in RUN_OPTIONS}, study=study)
     except ConfigError as e:
         raise UserError(str(e)) from None
+    if session.lm_capabilities:
+        print(f"flarebench: {session.lm_capabilities}", file=sys.stderr)
     failed = []
     gating = session.gating
     try:
@@ -49,10 +55,17 @@ def _run(args: argparse.Namespace) -> int:
                     print(f"  {line}", file=sys.stderr)
                 if spec not in failed:
                     failed.append(spec)
+    except (KeyboardInterrupt, LMUnavailable):
+        # Ctrl-C, or the LM server went away: what finished is summarised and the run is marked
+        # interrupted (report.html waits for `report RUN_DIR`); main() says how to resume.
+        session.write_summary()
+        session.mark_interrupted()
+        raise
     finally:
         session.close()
     print(session.table())
     print(f"run folder: {session.run_dir}")
+    print(f"report: {session.write_report()}")
     if gating.baseline is not None:
         if gating.difference:
             print(f"gate across configurations; first difference: {gating.difference}")
@@ -71,8 +84,39 @@ def _run(args: argparse.Namespace) -> int:
     return 1 if failed else 0
 
 
-def _score(args: argparse.Namespace) -> int:
-    from bench.report import format_table, summary_frame, write_summary
+def _compare(args: argparse.Namespace) -> int:
+    from strategies.registry import expand
+
+    specs = expand(args.strategy)
+    if len(specs) < 2:
+        raise UserError(f"compare needs at least two strategies (repeat --strategy, or 'all'); got {', '.join(specs)}")
+    return _run(args, study={"kind": "compare"})
+
+
+def _sweep(args: argparse.Namespace) -> int:
+    from strategies.registry import SpecError, expand, with_param
+
+    key, eq, raw = args.param.partition("=")
+    values = [v.strip() for v in raw.split(",") if v.strip()]
+    if not eq or not key.strip() or not values:
+        raise UserError(f"--param: expected NAME=V1,V2,..., got {args.param!r}")
+    if len(set(values)) != len(values):
+        raise UserError(f"--param: a value is given twice in {args.param!r}")
+    if not args.strategy:
+        raise UserError("sweep needs --strategy SPEC: the strategy whose parameter is swept")
+    base = expand(args.strategy)
+    try:
+        args.strategy = [with_param(spec, key.strip(), v) for spec in base for v in values]
+    except SpecError as e:
+        raise UserError(str(e)) from None
+    # Deltas against the first sweep point unless told otherwise (single_time is not in a sweep).
+    args.reference = args.reference or args.strategy[0]
+    return _run(args, study={"kind": "sweep", "param": key.strip(), "values": values, "strategies": base})
+
+
+def _rescore(args: argparse.Namespace):
+    """Score RUN_DIR again from its traces; returns (run_dir, run.json, traces, probe set, summary)."""
+    from bench.report import summary_frame, write_summary
     from bench.runner import TRACES, TraceLog
     from bench.session import RUN_JSON
     from probes.load import ProbeError, load_probe_set
@@ -112,6 +156,14 @@ def _score(args: argparse.Namespace) -> int:
         faithfulness=faithfulness,
     )
     write_summary(run_dir, summary, config)
+    return run_dir, info, traces, probe_set, summary
+
+
+def _score(args: argparse.Namespace) -> int:
+    from bench.report import format_table
+
+    run_dir, info, traces, probe_set, summary = _rescore(args)
+    config = info["config"]
     print(format_table(summary))
     for field in args.by or []:
         from bench.breakdown import BreakdownError, breakdown
@@ -125,6 +177,16 @@ def _score(args: argparse.Namespace) -> int:
             raise UserError(str(e)) from None
         write_atomic(run_dir / f"breakdown_{field}.csv", table.to_csv(index=False, float_format="%.6g"))
         print(f"\nby {field} (breakdown_{field}.csv):\n{format_table(table)}")
+    return 0
+
+
+def _report(args: argparse.Namespace) -> int:
+    from bench.html import write_report
+    from bench.report import format_table
+
+    run_dir, info, traces, probe_set, summary = _rescore(args)
+    print(format_table(summary, compact=True))
+    print(f"report: {write_report(run_dir, summary, info, traces, probe_set)}")
     return 0
 
 
@@ -164,23 +226,90 @@ def _scoring(args: argparse.Namespace, info: dict, run_json: Path):
         raise UserError(f"{run_json}: scoring.price: not a price record ({e})") from None
 
 
+def _add_run_options(parser: argparse.ArgumentParser, helps: dict[str, str] | None = None) -> None:
+    """The run options, with ``helps`` replacing the help text of some (by flag)."""
+    for opt in RUN_OPTIONS:
+        kwargs = opt.argparse_kwargs()
+        kwargs["help"] = (helps or {}).get(opt.flag, kwargs["help"])
+        parser.add_argument(opt.flag, **kwargs)
+
+
+def _add_scoring_options(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("run_dir", metavar="RUN_DIR", help="a run folder (holding run.json and traces.jsonl)")
+    for opt in RUN_OPTIONS:
+        if opt.flag in ("--judge", "--judge-base-url"):
+            parser.add_argument(opt.flag, **opt.argparse_kwargs())
+    parser.add_argument(
+        "--prices",
+        metavar="FILE",
+        help="price cost_per_q with this price table (default: the prices the run recorded in run.json)",
+    )
+    parser.add_argument(
+        "--reference",
+        metavar="SPEC",
+        help="the delta columns' reference strategy (default: the run's, else single_time)",
+    )
+
+
 def build_parser() -> argparse.ArgumentParser:
     ap = argparse.ArgumentParser(prog="flarebench", description=__doc__.split("\n\n")[0])
     sub = ap.add_subparsers(dest="command", required=True)
-    run = sub.add_parser(
+
+    def command(name: str, func, help: str, description: str) -> argparse.ArgumentParser:
+        parser = sub.add_parser(name, help=help, description=description)
+        parser.set_defaults(func=func)
+        return parser
+
+    run = command(
         "run",
-        help="run strategies on a probe set and write a run folder",
-        description="Run strategies on a probe set; the options are those of `pytest bench`.",
+        _run,
+        "run strategies on a probe set and write a run folder with its report",
+        "Run strategies on a probe set; the options are those of `pytest bench`. Writes summary.csv, "
+        "summary.md, run.json, traces.jsonl and report.html into the run folder. Ctrl-C stops cleanly, "
+        "keeping every finished probe; the same command resumes.",
     )
-    for opt in RUN_OPTIONS:
-        run.add_argument(opt.flag, **opt.argparse_kwargs())
-    run.set_defaults(func=_run)
-    score = sub.add_parser(
+    _add_run_options(run)
+    compare = command(
+        "compare",
+        _compare,
+        "run several strategies on one probe set into one comparison report",
+        "Run two or more strategies (repeat --strategy; default: all six) on one probe set and write one "
+        "report: one table with paired-bootstrap deltas against --reference, plots of quality against cost "
+        "and p95 latency with the Pareto front, latency distributions and a trace viewer. The options are "
+        "those of `run`.",
+    )
+    _add_run_options(compare)
+    sweep = command(
+        "sweep",
+        _sweep,
+        "run one strategy parameter over several values",
+        "Run each --strategy once per value of --param (e.g. --strategy flare_direct --param "
+        "theta=0,0.2,0.4,0.6,0.8,1); the rows are the specs NAME:PARAM=VALUE. The report adds retrieval "
+        "rate and quality against the swept value. Deltas are against the first value unless --reference "
+        "says otherwise. The other options are those of `run`.",
+    )
+    sweep.add_argument(
+        "--param",
+        required=True,
+        metavar="NAME=V1,V2,...",
+        help="the strategy parameter to sweep and its values (comma-separated)",
+    )
+    _add_run_options(
+        sweep,
+        {
+            "--strategy": "the strategy spec to sweep (NAME or NAME:key=value,... without the swept parameter); "
+            "repeat to sweep several; required",
+            "--reference": "the strategy spec the delta columns compare with (default: the first sweep point)",
+        },
+    )
+    sweep.set_defaults(reference=None)
+    score = command(
         "score",
-        help="recompute a run's metrics from its traces.jsonl",
-        description="Recompute summary.csv and summary.md of RUN_DIR from traces.jsonl, without generating.",
+        _score,
+        "recompute a run's metrics from its traces.jsonl",
+        "Recompute summary.csv and summary.md of RUN_DIR from traces.jsonl, without generating.",
     )
-    score.add_argument("run_dir", metavar="RUN_DIR")
+    _add_scoring_options(score)
     score.add_argument(
         "--by",
         action="append",
@@ -188,20 +317,16 @@ def build_parser() -> argparse.ArgumentParser:
         help="also break the results down by a probe metadata field (e.g. difficulty, hops); "
         "writes breakdown_FIELD.csv; repeatable",
     )
-    for opt in RUN_OPTIONS:
-        if opt.flag in ("--judge", "--judge-base-url"):
-            score.add_argument(opt.flag, **opt.argparse_kwargs())
-    score.add_argument(
-        "--prices",
-        metavar="FILE",
-        help="price cost_per_q with this price table (default: the prices the run recorded in run.json)",
+    _add_scoring_options(
+        command(
+            "report",
+            _report,
+            "rebuild a run's summary and report.html from its traces.jsonl",
+            "Score RUN_DIR again from traces.jsonl (as `score`) and write report.html: one self-contained "
+            "page (no network) with the table, column definitions, configuration, plots and a trace viewer. "
+            "Works on a partial run too.",
+        )
     )
-    score.add_argument(
-        "--reference",
-        metavar="SPEC",
-        help="the delta columns' reference strategy (default: the run's, else single_time)",
-    )
-    score.set_defaults(func=_score)
     return ap
 
 
@@ -213,8 +338,11 @@ def main(argv: list[str] | None = None) -> int:
         print(f"flarebench: {e}", file=sys.stderr)
         return 2
     except KeyboardInterrupt:
-        print("flarebench: interrupted; finished probes are kept, run the same command to resume", file=sys.stderr)
+        print(f"flarebench: interrupted; {RESUME_HINT}", file=sys.stderr)
         return 130
+    except LMUnavailable as e:  # the LM server went away: the run stopped, resumable
+        print(f"flarebench: {e}; {RESUME_HINT}", file=sys.stderr)
+        return 3
 
 
 if __name__ == "__main__":

@@ -187,16 +187,18 @@ def _is_number(tok: str) -> bool:
     return any(ch.isdigit() for ch in tok)
 
 
-def _units(text: str) -> list[set[str]]:
-    """A passage's sentences (each line split into sentences) as content-token sets."""
+@functools.lru_cache(maxsize=8192)
+def _units(text: str) -> tuple[frozenset[str], ...]:
+    """A passage's sentences (each line split into sentences) as content-token sets. Cached: the
+    same passages come back for many claims, and sentence splitting is the slow part."""
     units = []
     for line in (text or "").split("\n"):
         if line.strip():
             for s in split_sentences(line):
                 toks = content_tokens(s)
                 if toks:
-                    units.append(toks)
-    return units
+                    units.append(frozenset(toks))
+    return tuple(units)
 
 
 def lexical_support(claim: str, contexts: Iterable[str], threshold: float = LEXICAL_THRESHOLD) -> bool:

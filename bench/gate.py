@@ -439,7 +439,7 @@ class Gating:
         retrieval. One-time costs (the model's weights paged in, each prefix's evaluation, first
         allocations) then land in no strategy's latency, and a strategy's latency does not depend
         on which strategies ran before it. Nothing a probe produces is made or reused here."""
-        from strategies.lm import LMError, Prompt
+        from strategies.lm import LMError, LMUnavailable, Prompt
 
         if not self.active:
             return
@@ -447,6 +447,8 @@ class Gating:
         for static in statics:
             try:
                 session.lm_backend.generate(Prompt(static, " "), 1, purpose="warm_up")
+            except LMUnavailable:
+                raise  # the run cannot go on: the entry points report it
             except LMError:
                 pass  # the strategy's own first call reports what is wrong
         session.retriever_backend.search("warm up", 1)

@@ -397,6 +397,9 @@ def probe_row(trace: Trace, probe: Any) -> dict[str, Any]:
         "harness_s": max(0.0, latency_s - lm_s - retrieval_s),
         "recall": recall,
         "draft_min_p": draft_min_p(trace),
+        # --cache: LM calls and retrievals served from the cache; a probe is warm when all of them were.
+        "cache_hits": sum(1 for c in calls if c.cached) + sum(1 for r in retrievals if r.cached),
+        "cacheable": len(calls) + len(retrievals),
     }
     for key, value in (getattr(probe, "metadata", None) or {}).items():
         row[f"meta_{key}"] = value
@@ -436,6 +439,8 @@ SUMMARY_COLUMNS: list[str] = [
     "cost_per_q",
     "latency_p50_s",
     "latency_p95_s",
+    "cached_share",
+    *(f"latency_{p}_{w}_s" for w in ("cold", "warm") for p in ("p50", "p95")),
     "lm_s_per_q",
     "retrieval_s_per_q",
     "harness_s_per_q",
@@ -505,6 +510,13 @@ COLUMN_DOCS: dict[str, str] = {
     "latency_p50_s": "Median wall time per question in seconds, as measured by the runner "
     "(numpy percentile, linear interpolation).",
     "latency_p95_s": "95th percentile of wall time per question in seconds (numpy percentile, linear interpolation).",
+    "cached_share": "Share of LM calls and retrievals served from the --cache (0 without it), 0-1.",
+    "latency_p50_cold_s": "Median wall time per question over cold probes (none of their LM calls and "
+    "retrievals came from the cache); empty when there are none.",
+    "latency_p95_cold_s": "95th percentile of wall time per question over cold probes; empty when there are none.",
+    "latency_p50_warm_s": "Median wall time per question over warm probes (every LM call and retrieval served "
+    "from the cache: lookup time, not model time); empty when there are none.",
+    "latency_p95_warm_s": "95th percentile of wall time per question over warm probes; empty when there are none.",
     "lm_s_per_q": "Mean seconds per question spent in LM calls.",
     "retrieval_s_per_q": "Mean seconds per question spent in retriever calls.",
     "harness_s_per_q": "Mean seconds per question spent outside LM and retriever calls "
@@ -568,6 +580,13 @@ def _summary_row(strategy: str, g: pd.DataFrame, price: Any = None) -> dict[str,
     recall = pd.to_numeric(g["recall"], errors="coerce")
     latency = g["latency_s"].astype(float).to_numpy()
     p50, p95 = np.percentile(latency, [50, 95])  # numpy's default method is linear interpolation
+    hits = g["cache_hits"].astype(float) if "cache_hits" in g else pd.Series(0.0, index=g.index)
+    cacheable = g["cacheable"].astype(float) if "cacheable" in g else pd.Series(0.0, index=g.index)
+    apart = {}
+    for warmth, probes in (("cold", hits == 0), ("warm", (hits == cacheable) & (cacheable > 0))):
+        part = latency[probes.to_numpy()]
+        pair = np.percentile(part, [50, 95]) if len(part) else (np.nan, np.nan)
+        apart.update({f"latency_p50_{warmth}_s": float(pair[0]), f"latency_p95_{warmth}_s": float(pair[1])})
     n = len(g)
     em = g["em"].astype(float).where(~failed, 0.0)
 
@@ -618,6 +637,8 @@ def _summary_row(strategy: str, g: pd.DataFrame, price: Any = None) -> dict[str,
         "cost_per_q": cost,
         "latency_p50_s": float(p50),
         "latency_p95_s": float(p95),
+        "cached_share": _ratio(hits.sum(), cacheable.sum()),
+        **apart,
         "lm_s_per_q": float(g["lm_s"].mean()),
         "retrieval_s_per_q": float(g["retrieval_s"].mean()),
         "harness_s_per_q": float(g["harness_s"].mean()),
@@ -712,6 +733,14 @@ def _notes(frame: pd.DataFrame, groups: dict[str, pd.DataFrame], price: Any, ref
         )
     else:
         notes.append(f"delta columns: empty: the reference strategy {reference} is not in this run (--reference SPEC)")
+    warm = frame[frame["cached_share"] > 0]
+    if not warm.empty:
+        notes.append(
+            "warm run: "
+            + ", ".join(f"{r['strategy']} {r['cached_share']:.0%}" for _, r in warm.iterrows())
+            + " of LM calls and retrievals were served from --cache; latency_p50_s/p95_s mix lookup and model "
+            "time: compare the cold and warm latency columns"
+        )
     for _, row in frame.iterrows():
         g = groups[row["strategy"]]
         has_drafts = "draft_min_p" in g and pd.to_numeric(g["draft_min_p"], errors="coerce").notna().any()

@@ -18,6 +18,8 @@ class Option:
     is_switch: bool = False
     type: type = str
     metavar: str | None = None
+    #: The value of a flag given without one (``--cache`` alone); None: the flag needs a value.
+    const: Any = None
 
     @property
     def dest(self) -> str:
@@ -30,6 +32,8 @@ class Option:
         kw: dict[str, Any] = {"help": self.help, "default": self.default, "dest": self.dest, "metavar": self.metavar}
         if self.repeatable:
             kw["action"] = "append"
+        if self.const is not None:
+            kw.update(nargs="?", const=self.const)
         if self.type is not str:
             kw["type"] = self.type
         return kw
@@ -60,12 +64,50 @@ RUN_OPTIONS: tuple[Option, ...] = (
     Option("--limit", "run only the first N probes of the set", type=int, metavar="N"),
     Option(
         "--lm",
-        "LM backend: llamacpp:smollm2 (bundled), llamacpp:gemma3-270m, or llamacpp:PATH.gguf "
-        "(default: llamacpp:smollm2)",
+        "LM backend: llamacpp:smollm2 (bundled), llamacpp:gemma3-270m, llamacpp:PATH.gguf, or openai:MODEL "
+        "on an OpenAI-compatible endpoint (see --lm-base-url, --lm-api-key-env) (default: llamacpp:smollm2)",
         default="llamacpp:smollm2",
         metavar="SPEC",
     ),
-    Option("--retriever", "retriever backend: bm25s (default)", default="bm25s", metavar="SPEC"),
+    Option(
+        "--lm-base-url",
+        "base URL of the endpoint of --lm openai:MODEL, e.g. http://127.0.0.1:8000/v1 "
+        "(default: $OPENAI_BASE_URL, else https://api.openai.com/v1)",
+        metavar="URL",
+    ),
+    Option(
+        "--lm-api-key-env",
+        "name of the environment variable that holds the API key of --lm openai:MODEL, so that no key is "
+        "ever typed on a command line; the key is never recorded (default: OPENAI_API_KEY; a local server needs none)",
+        metavar="VAR",
+    ),
+    Option(
+        "--lm-timeout",
+        "seconds --lm openai:MODEL waits for one response before retrying (default: 300)",
+        type=float,
+        metavar="SECONDS",
+    ),
+    Option(
+        "--lm-retries",
+        "retries of one --lm openai:MODEL request on a timeout, connection error, 429 or 5xx, with exponential "
+        "backoff (0.5, 1, 2, 4, 8 s); after them the run stops and can be resumed (default: 4)",
+        type=int,
+        metavar="N",
+    ),
+    Option(
+        "--concurrency",
+        "probes run at once (threads), to keep a served model busy; above 1 only with --lm openai:MODEL (default: 1)",
+        default=1,
+        type=int,
+        metavar="N",
+    ),
+    Option(
+        "--retriever",
+        "retriever backend: bm25s (embedded BM25), or pyserini (real Lucene BM25 through Anserini; extra lucene, "
+        "see README) (default: bm25s)",
+        default="bm25s",
+        metavar="SPEC",
+    ),
     Option(
         "--report-dir",
         "the run folder (summary.csv, summary.md, run.json, traces.jsonl); a folder "
@@ -121,5 +163,13 @@ RUN_OPTIONS: tuple[Option, ...] = (
         "--judge-base-url",
         "the judge's base URL, e.g. http://127.0.0.1:8000/v1 (default: $JUDGE_BASE_URL, else the openai client's own)",
         metavar="URL",
+    ),
+    Option(
+        "--cache",
+        "serve LM calls and retrievals from an on-disk cache in DIR (default DIR: $FLAREBENCH_CACHE/calls, "
+        "else ~/.cache/flarebench/calls) and add new ones to it; keyed by everything that determines them; "
+        "hits are marked and their latency reported apart (default: off, so latency is real)",
+        const="default",
+        metavar="DIR",
     ),
 )

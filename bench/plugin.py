@@ -13,6 +13,8 @@ times one fixed probe through the ``benchmark`` fixture (``bench_timing``).
 
 from __future__ import annotations
 
+import contextlib
+
 import pytest
 
 from bench.options import RUN_OPTIONS
@@ -81,6 +83,18 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
             names.append("benchmark")
 
 
+@contextlib.contextmanager
+def _stop_if_lm_unreachable():
+    """An LM server that cannot be reached stops the pytest session with one line, no traceback."""
+    from bench.runner import RESUME_HINT
+    from strategies.lm import LMUnavailable
+
+    try:
+        yield
+    except LMUnavailable as e:
+        pytest.exit(f"flarebench: {e}; {RESUME_HINT}", returncode=pytest.ExitCode.TESTS_FAILED)
+
+
 @pytest.fixture(scope="session")
 def bench_session(request: pytest.FixtureRequest):
     """The run shared by all bench tests of this pytest session (probes, LM, retriever, run folder)."""
@@ -88,17 +102,22 @@ def bench_session(request: pytest.FixtureRequest):
 
     opts = {o.dest: request.config.getoption(o.dest) for o in RUN_OPTIONS}
     try:
-        session = BenchSession(**opts)
+        with _stop_if_lm_unreachable():
+            session = BenchSession(**opts)
     except ConfigError as e:
         pytest.exit(f"flarebench: {e}", returncode=2)
     request.config.stash[_SESSION] = session
     try:
-        session.gating.warm_up(session)  # gated runs only: prompt prefixes evaluated before timing
+        with _stop_if_lm_unreachable():
+            session.gating.warm_up(session)  # gated runs only: prompt prefixes evaluated before timing
     except BaseException:
         session.close()
         raise
-    yield session
-    session.close()
+    try:
+        yield session
+        session.write_report()
+    finally:
+        session.close()
 
 
 @pytest.fixture
@@ -110,7 +129,7 @@ def run_spec(request: pytest.FixtureRequest, bench_session):
 
     def run(spec: str):
         try:
-            with capman.global_and_fixture_disabled():
+            with capman.global_and_fixture_disabled(), _stop_if_lm_unreachable():
                 return bench_session.run(spec)
         except StrategyRefused as e:
             pytest.fail(str(e), pytrace=False)
@@ -134,13 +153,14 @@ def bench_timing(request: pytest.FixtureRequest, bench_session):
         s = bench_session
         probe = s.selected[0]
         benchmark.group = "flarebench"
-        trace = benchmark.pedantic(
-            run_probe,
-            args=(spec, s.strategies[spec], probe, s.lm_backend, s.retriever_backend),
-            rounds=1,
-            iterations=1,
-            warmup_rounds=0,
-        )
+        with _stop_if_lm_unreachable():
+            trace = benchmark.pedantic(
+                run_probe,
+                args=(spec, s.strategies[spec], probe, s.lm_backend, s.retriever_backend),
+                rounds=1,
+                iterations=1,
+                warmup_rounds=0,
+            )
         rows = {r["strategy"]: r for r in s.summary().to_dict("records")}
         reference = s.gating.reference if s.gating.reference in rows else None
         info = benchmark.extra_info
@@ -169,7 +189,7 @@ def bench_gate(request: pytest.FixtureRequest, bench_session):
             from bench.runner import StrategyRefused
 
             try:
-                with capman.global_and_fixture_disabled():
+                with capman.global_and_fixture_disabled(), _stop_if_lm_unreachable():
                     bench_session.run(gating.reference)
             except StrategyRefused:
                 pass  # reported below as a reference that did not run
@@ -200,7 +220,11 @@ def pytest_terminal_summary(terminalreporter, exitstatus: int, config: pytest.Co
         return
     terminalreporter.section("flarebench")
     terminalreporter.write_line(session.table())
+    if session.lm_capabilities:
+        terminalreporter.write_line(session.lm_capabilities)
     terminalreporter.write_line(f"run folder: {session.run_dir}")
+    if session.report_path is not None:
+        terminalreporter.write_line(f"report: {session.report_path}")
     gating = session.gating
     if gating.baseline is not None:
         if gating.difference:

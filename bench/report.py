@@ -16,6 +16,8 @@ from strategies.records import Trace
 
 SUMMARY_CSV = "summary.csv"
 SUMMARY_MD = "summary.md"
+_UMASK = os.umask(0o022)
+os.umask(_UMASK)  # read once at import: os.umask can only be read by setting it
 
 
 def write_atomic(path: Path, text: str) -> None:
@@ -23,12 +25,19 @@ def write_atomic(path: Path, text: str) -> None:
     fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.")
     with os.fdopen(fd, "w", encoding="utf-8") as f:
         f.write(text)
+    os.chmod(tmp, 0o666 & ~_UMASK)  # mkstemp makes the file 0600; give it the usual permissions
     os.replace(tmp, path)
 
 
 def probe_rows(traces: list[Trace], probes: dict) -> pd.DataFrame:
-    """One row per (strategy, probe) (see :func:`bench.metrics.probe_row`)."""
-    return pd.DataFrame([probe_row(t, probes[t.probe_id]) for t in traces if t.probe_id in probes])
+    """One row per (strategy, probe) (see :func:`bench.metrics.probe_row`): strategies in the order
+    they first appear, each one's probes in the probe set's order. A concurrent run writes traces as
+    they finish; sorting here keeps its summary (the paired bootstrap sees the probes in one order)
+    equal to that of a sequential run with the same answers."""
+    rank = {pid: i for i, pid in enumerate(probes)}
+    first = {t.strategy: i for i, t in reversed(list(enumerate(traces)))}
+    kept = sorted((t for t in traces if t.probe_id in probes), key=lambda t: (first[t.strategy], rank[t.probe_id]))
+    return pd.DataFrame([probe_row(t, probes[t.probe_id]) for t in kept])
 
 
 def summary_frame(
@@ -55,9 +64,58 @@ def summary_frame(
     return summary
 
 
-def format_table(summary: pd.DataFrame, fmt: str = "github") -> str:
-    """The summary as a text table, numbers rounded for reading."""
-    return tabulate(summary, headers="keys", tablefmt=fmt, showindex=False, floatfmt=".3f")
+#: The columns a reader compares first: the terminal table and the report's main table (summary.csv,
+#: summary.md and the report's full table keep every column).
+COMPACT_COLUMNS = [
+    "strategy",
+    "n",
+    "errors",
+    "em",
+    "f1",
+    "recall",
+    "faithfulness",
+    "incomplete_rate",
+    "retrieval_rate",
+    "lm_calls_per_q",
+    "prompt_tokens_per_q",
+    "evaluated_tokens_per_q",
+    "cost_per_q",
+    "latency_p50_s",
+    "latency_p95_s",
+]
+
+
+def interval_text(delta: float, lo: float, hi: float) -> str:
+    """A delta and its interval as "+0.040 [-0.020, +0.100]", with " *" where the interval excludes 0."""
+    if pd.isna(delta):
+        return ""
+    return f"{delta:+.3f} [{lo:+.3f}, {hi:+.3f}]" + (" *" if lo > 0 or hi < 0 else "")
+
+
+def compact_frame(summary: pd.DataFrame) -> pd.DataFrame:
+    """The summary's :data:`COMPACT_COLUMNS` (and, for a run served from --cache, the cached share
+    and cold and warm p50 latency) plus one column per delta, written "delta [lo, hi]"
+    (a star where the 95% interval excludes 0), headed by the reference strategy."""
+    columns = list(COMPACT_COLUMNS)
+    if "cached_share" in summary and (summary["cached_share"].fillna(0) > 0).any():
+        # A warm run: its latency means little without the share served from the cache beside it.
+        columns += ["cached_share", "latency_p50_cold_s", "latency_p50_warm_s"]
+    frame = summary[[c for c in columns if c in summary.columns]].copy()
+    if "delta_reference" in summary.columns and summary["delta_reference"].notna().any():
+        reference = summary["delta_reference"].dropna().iloc[0]
+        for m in ("em", "f1"):
+            frame[f"{m} vs {reference}"] = [
+                interval_text(*(summary[f"{m}_delta{x}"].iloc[i] for x in ("", "_lo", "_hi")))
+                for i in range(len(summary))
+            ]
+    return frame
+
+
+def format_table(summary: pd.DataFrame, fmt: str = "github", compact: bool = False) -> str:
+    """The summary as a text table, numbers rounded for reading; ``compact`` keeps the columns a
+    reader compares first (see :func:`compact_frame`)."""
+    frame = compact_frame(summary) if compact else summary
+    return tabulate(frame, headers="keys", tablefmt=fmt, showindex=False, floatfmt=".3f")
 
 
 def write_summary(run_dir: Path, summary: pd.DataFrame, config: dict) -> None:

@@ -5,17 +5,21 @@ from __future__ import annotations
 
 import json
 import os
+import threading
 import time
 import traceback
 from collections.abc import Callable, Iterable, Iterator
+from concurrent.futures import ThreadPoolExecutor, as_completed
 from pathlib import Path
 
 from strategies.base import Strategy
-from strategies.lm import LM
+from strategies.lm import LM, LMUnavailable
 from strategies.records import Trace
 from strategies.retriever import Retriever
 
 TRACES = "traces.jsonl"
+#: What the entry points add when a run stops because the LM is unreachable (LMUnavailable).
+RESUME_HINT = "finished probes are kept; run the same command to resume"
 
 
 class TraceLog:
@@ -23,6 +27,7 @@ class TraceLog:
 
     def __init__(self, path: Path):
         self.path = Path(path)
+        self._lock = threading.Lock()  # one line at a time, whichever thread finishes a probe
         self._drop_torn_tail()
 
     def _drop_torn_tail(self) -> None:
@@ -47,8 +52,9 @@ class TraceLog:
         return {(t.strategy, t.probe_id) for t in self.read()}
 
     def append(self, trace: Trace) -> None:
-        with open(self.path, "a", encoding="utf-8") as f:
-            f.write(json.dumps(trace.to_dict(), ensure_ascii=False) + "\n")
+        line = json.dumps(trace.to_dict(), ensure_ascii=False) + "\n"
+        with self._lock, open(self.path, "a", encoding="utf-8") as f:
+            f.write(line)
             f.flush()
             os.fsync(f.fileno())
 
@@ -67,11 +73,12 @@ def check_compatible(spec: str, strategy: Strategy, lm: LM) -> None:
 
 
 def run_probe(spec: str, strategy: Strategy, probe, lm: LM, retriever: Retriever) -> Trace:
-    """Run one strategy on one probe; a failure becomes an error trace, not a crash of the run."""
+    """Run one strategy on one probe; a failure becomes an error trace, not a crash of the run,
+    except an unreachable LM (LMUnavailable), which stops the run: every probe left would fail."""
     start = time.perf_counter()
     try:
         trace = strategy.run(probe.question, lm, retriever)
-    except (KeyboardInterrupt, SystemExit):
+    except (KeyboardInterrupt, SystemExit, LMUnavailable):
         raise
     except Exception as e:  # a strategy or backend failure is this probe's result, recorded
         last = traceback.extract_tb(e.__traceback__)[-1]
@@ -96,15 +103,50 @@ def run_strategy(
     retriever: Retriever,
     log: TraceLog,
     progress: Callable[[Trace], None] | None = None,
+    concurrency: int = 1,
 ) -> Iterator[Trace]:
-    """Run ``strategy`` over the probes not yet in ``log``, appending each trace as it finishes."""
+    """Run ``strategy`` over the probes not yet in ``log``, appending each trace as it finishes.
+
+    With ``concurrency`` > 1 (a thread-safe LM only) that many probes run at once and traces come
+    in the order they finish; each probe's time is still its own. LMUnavailable stops the run: the
+    probes not started are dropped, those in flight finish (and are kept), then it is raised."""
     check_compatible(spec, strategy, lm)
     done = log.done()
-    for probe in probes:
-        if (spec, probe.id) in done:
-            continue
+    todo = [p for p in probes if (spec, p.id) not in done]
+    if concurrency > 1:
+        if not lm.thread_safe:
+            raise ValueError(f"{lm.name} cannot serve calls from several threads (concurrency {concurrency})")
+        yield from _run_concurrently(spec, strategy, todo, lm, retriever, log, progress, concurrency)
+        return
+    for probe in todo:
         trace = run_probe(spec, strategy, probe, lm, retriever)
         log.append(trace)
         if progress:
             progress(trace)
         yield trace
+
+
+def _run_concurrently(spec, strategy, todo, lm, retriever, log, progress, workers: int) -> Iterator[Trace]:
+    unavailable: LMUnavailable | None = None
+    with ThreadPoolExecutor(max_workers=workers, thread_name_prefix="flarebench-probe") as pool:
+        futures = [pool.submit(run_probe, spec, strategy, probe, lm, retriever) for probe in todo]
+        try:
+            for future in as_completed(futures):
+                if future.cancelled():
+                    continue
+                try:
+                    trace = future.result()
+                except LMUnavailable as e:
+                    unavailable = unavailable or e
+                    for f in futures:
+                        f.cancel()
+                    continue
+                log.append(trace)
+                if progress:
+                    progress(trace)
+                yield trace
+        finally:
+            for f in futures:  # the consumer stopped early (or Ctrl-C): start nothing new
+                f.cancel()
+    if unavailable is not None:
+        raise unavailable

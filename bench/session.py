@@ -23,7 +23,8 @@ from tqdm import tqdm
 from bench.report import format_table, summary_frame, write_atomic, write_summary
 from bench.runner import TRACES, TraceLog, run_strategy
 from probes.load import SHIPPED_DIR, ProbeError, load_probe_set
-from strategies.backends import make_lm, make_retriever
+from strategies.backends import lm_class, make_lm, make_retriever
+from strategies.lm import LMError, LMUnavailable
 from strategies.records import Trace
 from strategies.registry import expand, parse_spec
 
@@ -36,7 +37,7 @@ class ConfigError(ValueError):
 
 def _versions() -> dict[str, str]:
     out = {"python": platform.python_version()}
-    for dist in ("flarebench", "llama_cpp_python", "bm25s", "pysbd", "pandas"):
+    for dist in ("flarebench", "llama_cpp_python", "openai", "bm25s", "pysbd", "pandas"):
         try:
             out[dist] = metadata.version(dist)
         except metadata.PackageNotFoundError:
@@ -68,6 +69,13 @@ class BenchSession:
     probes_format: str = "auto"
     limit: int | None = None
     lm: str = "llamacpp:smollm2"
+    # --lm openai:MODEL's endpoint (strategies/openai_lm.py); the key is read from the variable named
+    # by lm_api_key_env and never stored here.
+    lm_base_url: str | None = None
+    lm_api_key_env: str | None = None
+    lm_timeout: float | None = None
+    lm_retries: int | None = None
+    concurrency: int = 1  # probes at once; > 1 only for thread-safe backends
     retriever: str = "bm25s"
     report_dir: str | None = None
     overwrite: bool = False
@@ -80,11 +88,26 @@ class BenchSession:
     judge: str | None = None  # --judge openai:MODEL: ragas-judged faithfulness (bench/faithfulness.py)
     judge_base_url: str | None = None
     progress: bool = True
+    #: What kind of study this run is (``{"kind": "compare"}``, ``{"kind": "sweep", "param": ...}``),
+    #: recorded in run.json for the report; it changes no answer, so it is not part of the config.
+    study: dict | None = None
+    cache: str | None = None  # --cache [DIR]: LM calls and retrievals from disk (bench/cache.py)
     started: float = field(default_factory=time.time)
 
     def __post_init__(self) -> None:
         if self.limit is not None and self.limit < 1:
             raise ConfigError(f"--limit must be >= 1, got {self.limit}")
+        try:
+            lm_thread_safe = lm_class(self.lm).thread_safe
+        except LMError as e:
+            raise ConfigError(str(e)) from None
+        if self.concurrency < 1:
+            raise ConfigError(f"--concurrency must be >= 1, got {self.concurrency}")
+        if self.concurrency > 1 and not lm_thread_safe:
+            raise ConfigError(
+                f"--concurrency {self.concurrency} needs a backend that serves calls in parallel; "
+                f"{self.lm} does not (use --lm openai:MODEL)"
+            )
         try:
             self.probe_set = load_probe_set(self.probes, self.probes_format)
         except ProbeError as e:
@@ -123,8 +146,25 @@ class BenchSession:
         except JudgeError as e:
             raise ConfigError(str(e)) from None
         self._faithfulness: dict = {}  # (strategy, probe id) -> row, scored once per trace
-        self.lm_backend = make_lm(self.lm)
-        self.retriever_backend = make_retriever(self.retriever, self.probe_set.corpus)
+        try:
+            self.lm_backend = make_lm(self.lm, self.lm_base_url, self.lm_api_key_env, self.lm_timeout, self.lm_retries)
+        except LMUnavailable:
+            raise  # the entry points report an unreachable server themselves
+        except LMError as e:
+            raise ConfigError(str(e)) from None
+        # What an endpoint offers, found by its capability probe (None for in-process backends).
+        self.lm_capabilities = getattr(self.lm_backend, "capabilities_line", lambda: None)()
+        try:
+            self.retriever_backend = make_retriever(self.retriever, self.probe_set.corpus)
+        except ValueError as e:  # an unknown spec, or an extra that is not installed
+            raise ConfigError(str(e)) from None
+        self.disk_cache = None
+        if self.cache:
+            from bench.cache import CachedLM, CachedRetriever, DiskCache, default_dir
+
+            self.disk_cache = DiskCache(default_dir() if self.cache == "default" else self.cache)
+            self.lm_backend = CachedLM(self.lm_backend, self.disk_cache)
+            self.retriever_backend = CachedRetriever(self.retriever_backend, self.disk_cache)
         self.config = self._config()
         self.price = price_for(self.config["lm"].get("name", self.lm), self.prices)
         try:
@@ -134,6 +174,7 @@ class BenchSession:
         self.run_dir = self._open_run_dir()
         self.log = TraceLog(self.run_dir / TRACES)
         self.results: dict[str, list[Trace]] = {}
+        self.report_path: Path | None = None
 
     def _config(self) -> dict[str, Any]:
         """Everything that determines the answers: compared on resume, hashed into the folder name."""
@@ -211,6 +252,10 @@ class BenchSession:
             "versions": _versions(),
             "command": " ".join(sys.argv),
         }
+        if self.study:
+            info["study"] = self.study
+        if self.disk_cache is not None:
+            info["cache"] = str(self.disk_cache.path)
         if self.gating.active:
             info["gate"] = self.gating.record()
         # How the metrics were scored (not in config: prices and the reference change no answer,
@@ -230,14 +275,20 @@ class BenchSession:
         with tqdm(
             total=len(self.selected),
             initial=len(self.selected) - len(todo),
-            desc=spec,
+            desc=f"[{self.specs.index(spec) + 1}/{len(self.specs)}] {spec}",
             unit="probe",
             disable=not self.progress,
             file=sys.stderr,
             dynamic_ncols=True,
         ) as bar:
             for trace in run_strategy(
-                spec, self.strategies[spec], todo, self.lm_backend, self.retriever_backend, self.log
+                spec,
+                self.strategies[spec],
+                todo,
+                self.lm_backend,
+                self.retriever_backend,
+                self.log,
+                concurrency=self.concurrency,
             ):
                 done[trace.probe_id] = trace
                 bar.update()
@@ -270,8 +321,22 @@ class BenchSession:
         write_summary(self.run_dir, self.summary(), self.config)
         self._write_run_json(self.run_dir, status="complete" if complete else "partial")
 
+    def mark_interrupted(self) -> None:
+        """Record in run.json that the run was stopped (Ctrl-C); its finished probes are kept."""
+        self._write_run_json(self.run_dir, status="interrupted")
+
+    def write_report(self) -> Path:
+        """Write report.html for what has run so far; returns its path."""
+        from bench.html import write_report
+
+        info = json.loads((self.run_dir / RUN_JSON).read_text(encoding="utf-8"))
+        self.report_path = write_report(self.run_dir, self.summary(), info, self.log.read(), self.probe_set)
+        return self.report_path
+
     def table(self) -> str:
-        return format_table(self.summary())
+        return format_table(self.summary(), compact=True)
 
     def close(self) -> None:
         self.lm_backend.close()
+        if self.disk_cache is not None:
+            self.disk_cache.close()

@@ -3,13 +3,14 @@
 from __future__ import annotations
 
 import importlib.util
+import os
 from pathlib import Path
 
 from strategies.lm import LM, LMError
 from strategies.retriever import CorpusDoc, Retriever, cache_root
 
-LM_SPECS = "llamacpp:smollm2, llamacpp:gemma3-270m, llamacpp:PATH.gguf"
-RETRIEVER_SPECS = "bm25s"
+LM_SPECS = "llamacpp:smollm2, llamacpp:gemma3-270m, llamacpp:PATH.gguf, openai:MODEL"
+RETRIEVER_SPECS = "bm25s, pyserini"
 
 
 def _package_dir(module: str, install_hint: str) -> Path:
@@ -40,24 +41,74 @@ def gemma3_path() -> Path:
 MODELS = {"smollm2": smollm2_path, "gemma3-270m": gemma3_path}
 
 
-def make_lm(spec: str) -> LM:
-    """``llamacpp:NAME`` (a bundled model) or ``llamacpp:PATH.gguf``."""
+def lm_class(spec: str) -> type[LM]:
+    """The LM class a spec makes, known before anything is loaded (e.g. to check ``thread_safe``)."""
     kind, _, arg = spec.partition(":")
-    if kind != "llamacpp" or not arg:
-        raise LMError(f"unknown LM spec {spec!r}; known: {LM_SPECS}")
-    from strategies.llamacpp import LlamaCppLM
+    if kind == "openai" and arg:
+        from strategies.openai_lm import OpenAILM
 
-    if arg in MODELS:
-        return LlamaCppLM(MODELS[arg](), name=spec)
-    if arg.endswith(".gguf"):
-        return LlamaCppLM(Path(arg), name=spec)
+        return OpenAILM
+    if kind == "llamacpp" and (arg in MODELS or arg.endswith(".gguf")):
+        from strategies.llamacpp import LlamaCppLM
+
+        return LlamaCppLM
     raise LMError(f"unknown LM spec {spec!r}; known: {LM_SPECS}")
 
 
+def make_lm(
+    spec: str,
+    base_url: str | None = None,
+    api_key_env: str | None = None,
+    timeout: float | None = None,
+    max_retries: int | None = None,
+) -> LM:
+    """``llamacpp:NAME`` (a bundled model), ``llamacpp:PATH.gguf``, or ``openai:MODEL`` on an
+    OpenAI-compatible endpoint: ``base_url`` (else ``$OPENAI_BASE_URL``), the key in the environment
+    variable named ``api_key_env`` (else ``$OPENAI_API_KEY``), per-request ``timeout`` seconds and
+    ``max_retries`` (else the defaults of strategies.openai_lm)."""
+    cls = lm_class(spec)
+    kind, _, arg = spec.partition(":")
+    endpoint = {
+        "--lm-base-url": base_url,
+        "--lm-api-key-env": api_key_env,
+        "--lm-timeout": timeout,
+        "--lm-retries": max_retries,
+    }
+    if kind == "openai":
+        from strategies.openai_lm import DEFAULT_MAX_RETRIES, DEFAULT_TIMEOUT
+
+        key = None
+        if api_key_env:
+            key = os.environ.get(api_key_env)
+            if not key:
+                raise LMError(f"--lm-api-key-env {api_key_env}: the environment variable {api_key_env} is not set")
+        if timeout is not None and timeout <= 0:
+            raise LMError(f"--lm-timeout must be > 0 seconds, got {timeout:g}")
+        if max_retries is not None and max_retries < 0:
+            raise LMError(f"--lm-retries must be >= 0, got {max_retries}")
+        return cls(
+            arg,
+            base_url=base_url,
+            api_key=key,
+            timeout=DEFAULT_TIMEOUT if timeout is None else timeout,
+            max_retries=DEFAULT_MAX_RETRIES if max_retries is None else max_retries,
+            name=spec,
+        )
+    given = [flag for flag, value in endpoint.items() if value is not None]
+    if given:
+        raise LMError(f"{', '.join(given)} only apply to --lm openai:MODEL, not {spec}")
+    return cls(MODELS[arg]() if arg in MODELS else Path(arg), name=spec)
+
+
 def make_retriever(spec: str, corpus: list[CorpusDoc]) -> Retriever:
-    """``bm25s`` over the probe set's corpus."""
+    """``bm25s`` (embedded) or ``pyserini`` (Lucene through Anserini, extra ``lucene``) over the probe set's corpus."""
     if spec == "bm25s":
         from strategies.bm25 import BM25Retriever
 
         return BM25Retriever(corpus)
+    if spec == "pyserini":
+        # Imports nothing of the extra until constructed; a missing extra raises one line naming the install.
+        from strategies.lucene import LuceneRetriever
+
+        return LuceneRetriever(corpus)
     raise ValueError(f"unknown retriever spec {spec!r}; known: {RETRIEVER_SPECS}")

@@ -72,9 +72,14 @@ def finish(question: str, steps: list[Step], capped: str | None = None) -> Trace
 
 def retrieve(retriever: Retriever, query: str, k: int, reason: str, **detail: Any) -> tuple[list[Passage], Retrieval]:
     """Search and record the retrieval with the reason it fired."""
-    passages, seconds = retriever.search(query, k)
-    return passages, Retrieval(
-        query=query, reason=reason, doc_ids=[p.id for p in passages], seconds=seconds, detail=detail
+    found = retriever.lookup(query, k)
+    return found.passages, Retrieval(
+        query=query,
+        reason=reason,
+        doc_ids=[p.id for p in found.passages],
+        seconds=found.seconds,
+        cached=found.cached,
+        detail=detail,
     )
 
 

@@ -42,6 +42,11 @@ class LMError(RuntimeError):
     """The LM could not serve a request (bad model file, server failure, missing capability)."""
 
 
+class LMUnavailable(LMError):
+    """The LM cannot be reached at all (its server is down, refuses connections or keeps timing
+    out after the retries): the run stops instead of recording an error for every probe left."""
+
+
 class LM(ABC):
     """A language model decoding greedily (temperature 0).
 
@@ -55,6 +60,8 @@ class LM(ABC):
     supports_logprobs: bool = True
     #: Whether ``logit_bias`` is honoured.
     supports_logit_bias: bool = False
+    #: Whether several threads may call :meth:`generate` at once (``--concurrency`` > 1).
+    thread_safe: bool = False
 
     def generate(
         self,

@@ -85,6 +85,16 @@ def expand(specs: list[str] | None) -> list[str]:
     return out
 
 
+def with_param(spec: str, key: str, value: str) -> str:
+    """``spec`` with one more parameter ``key=value`` (a sweep point); refused when ``spec``
+    already sets ``key``, since the sweep would silently override it."""
+    name, _, rest = spec.strip().partition(":")
+    given = [p.strip() for p in rest.split(",") if p.strip()]
+    if any(p.partition("=")[0].strip() == key for p in given):
+        raise SpecError(f"{spec}: sets {key!r} already; the sweep sets it")
+    return f"{name}:{','.join([*given, f'{key}={value}'])}"
+
+
 def _convert(spec: str, key: str, raw: str, typ: Any) -> Any:
     """Turn the text of a parameter into its declared type (int, float, bool, str, Literal, Optional)."""
     origin = typing.get_origin(typ)

@@ -6,6 +6,7 @@ import os
 import time
 from abc import ABC, abstractmethod
 from collections.abc import Iterable
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Protocol
 
@@ -20,16 +21,30 @@ class CorpusDoc(Protocol):
     text: str
 
 
+@dataclass
+class Lookup:
+    """One search's result: the passages (best first), its wall time, and whether a cache served it."""
+
+    passages: list[Passage]
+    seconds: float
+    cached: bool = False
+
+
 class Retriever(ABC):
-    """Top-k search over one corpus. :meth:`search` times the call so strategies never do."""
+    """Top-k search over one corpus. :meth:`lookup` times the call so strategies never do."""
 
     name: str = "retriever"
 
-    def search(self, query: str, k: int) -> tuple[list[Passage], float]:
-        """Return the top ``k`` passages for ``query`` (best first) and the call's wall time."""
+    def lookup(self, query: str, k: int) -> Lookup:
+        """The top ``k`` passages for ``query`` (best first), timed."""
         start = time.perf_counter()
         passages = self._search(query, k)
-        return passages, time.perf_counter() - start
+        return Lookup(passages, time.perf_counter() - start)
+
+    def search(self, query: str, k: int) -> tuple[list[Passage], float]:
+        """:meth:`lookup` as a (passages, seconds) pair."""
+        found = self.lookup(query, k)
+        return found.passages, found.seconds
 
     @abstractmethod
     def _search(self, query: str, k: int) -> list[Passage]:

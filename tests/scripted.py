@@ -62,3 +62,31 @@ class ScriptedRetriever(Retriever):
         ids = self.script[len(self.queries) % len(self.script)][:k]
         self.queries.append(query)
         return [Passage(i, f"Doc {i}", f"Text of {i}.") for i in ids]
+
+
+class ProbeAwareLM(ScriptedLM):
+    """Answers each phantomwiki probe from a fixed table: right, wrong, or without a statement, with
+    per-token probabilities that differ per probe (so FLARE's gate has something to measure)."""
+
+    name = "scripted"
+
+    def __init__(self):
+        super().__init__([""])
+        from probes.load import load_probe_set
+
+        self.probes = load_probe_set("phantomwiki").probes
+
+    def _complete(self, request):
+        i, probe = next(((i, p) for i, p in enumerate(self.probes) if p.question in request.prompt.dynamic), (0, None))
+        gold = ", ".join(probe.answers) if probe else "x"
+        if i % 4 == 0:
+            item = ([" So the answer is ", gold, "."], [0.95, 0.9, 0.99])
+        elif i % 4 == 1:
+            item = ([" So the answer is ", "Nobody", "."], [0.95, 0.3, 0.99])
+        elif i % 4 == 2:
+            item = ([" The answer might be ", gold, "."], [0.9, 0.6, 0.99])  # no statement
+        else:
+            item = ([" Hmm", " and"], [0.5, 0.5], "length")  # cut by the token cap
+        self.script = [item]
+        self.requests = []
+        return super()._complete(request)

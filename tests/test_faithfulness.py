@@ -7,11 +7,7 @@ from __future__ import annotations
 import importlib.util
 import json
 import os
-import socket
-import subprocess
-import sys
 import time
-import urllib.request
 from pathlib import Path
 
 import pytest
@@ -31,6 +27,7 @@ from bench.faithfulness import (
     summarize_faithfulness,
 )
 from strategies.records import FIRST_HOP, LOW_CONFIDENCE, Retrieval, Step, Trace
+from tests import servers
 
 ROOT = Path(__file__).resolve().parent.parent
 LABELLED = ROOT / "tests" / "fixtures" / "faithfulness_labelled.jsonl"
@@ -279,7 +276,7 @@ def test_the_key_never_reaches_repr_config_rows_or_errors():
 
 def test_unreachable_judge_is_an_error_not_a_parse_failure():
     _needs_ragas()
-    port = _free_port()  # nothing listens there
+    port = servers.free_port()  # nothing listens there
     j = parse_judge("openai:m", f"http://127.0.0.1:{port}/v1", env={"JUDGE_API_KEY": SECRET})
     trace = _trace("single_time", "p1", "The mother of Aida Wang is Shelli Beltran.", [["aida-wang"]])
     with pytest.raises(JudgeError) as info:
@@ -389,61 +386,11 @@ def _needs_ragas() -> None:
         pytest.skip("ragas is not installed (pip install -e '.[judge]')")
 
 
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
 @pytest.fixture(scope="module")
 def local_judge_url(tmp_path_factory):
-    pytest.importorskip("llama_cpp.server")
-    from strategies.backends import smollm2_path
-
-    port = _free_port()
-    log = tmp_path_factory.mktemp("judge") / "server.log"
-    cmd = [
-        sys.executable,
-        "-m",
-        "llama_cpp.server",
-        "--model",
-        str(smollm2_path()),
-        "--n_ctx",
-        "8192",
-        "--host",
-        "127.0.0.1",
-        "--port",
-        str(port),
-        "--n_threads",
-        "2",
-        "--chat_format",
-        "chatml",
-    ]
-    with open(log, "w") as out:
-        proc = subprocess.Popen(cmd, stdout=out, stderr=subprocess.STDOUT)
-    url = f"http://127.0.0.1:{port}/v1"
-    try:
-        deadline = time.time() + 180
-        while True:
-            if proc.poll() is not None:
-                pytest.fail(f"llama_cpp.server exited with {proc.returncode}:\n{log.read_text()[-3000:]}")
-            try:
-                with urllib.request.urlopen(f"{url}/models", timeout=2) as r:
-                    if r.status == 200:
-                        break
-            except OSError:
-                pass
-            if time.time() > deadline:
-                pytest.fail(f"llama_cpp.server not ready after 180 s:\n{log.read_text()[-3000:]}")
-            time.sleep(0.5)
+    """A real llama_cpp.server with a chat format, standing in for a judge endpoint."""
+    with servers.llama_server(tmp_path_factory.mktemp("judge") / "server.log", "--chat_format", "chatml") as url:
         yield url
-    finally:
-        proc.terminate()
-        try:
-            proc.wait(timeout=20)
-        except subprocess.TimeoutExpired:
-            proc.kill()
-            proc.wait()
 
 
 @pytest.mark.model

@@ -523,7 +523,7 @@ class _StubRetriever:
 def test_session_records_the_format(tmp_path, files, monkeypatch):
     import bench.session as session_mod
 
-    monkeypatch.setattr(session_mod, "make_lm", lambda spec: _StubLM())
+    monkeypatch.setattr(session_mod, "make_lm", lambda *args, **kwargs: _StubLM())
     monkeypatch.setattr(session_mod, "make_retriever", lambda spec, corpus: _StubRetriever(corpus))
     s = session_mod.BenchSession(
         strategy=["no_retrieval"],

@@ -249,7 +249,7 @@ class OracleLM(ScriptedLM):
 def oracle(monkeypatch):
     lm = OracleLM()
     lm.right = {"pw-0001", "pw-0002"}
-    monkeypatch.setattr(bench.session, "make_lm", lambda spec: lm)
+    monkeypatch.setattr(bench.session, "make_lm", lambda *args, **kwargs: lm)
     return lm
 
 

@@ -36,7 +36,8 @@ def test_pytest_bench_runs_resumes_and_refuses(tmp_path):
     assert first.returncode == 0, first.stdout + first.stderr
     assert "2 passed" in first.stdout
     assert "| single_time:k=2 |" in first.stdout and f"run folder: {run_dir}" in first.stdout
-    assert "no_retrieval: 100%" in first.stderr + first.stdout  # progress bar shown live
+    assert "[1/2] no_retrieval: 100%" in first.stderr + first.stdout  # progress bar shown live
+    assert f"report: {run_dir / 'report.html'}" in first.stdout and (run_dir / "report.html").is_file()
     traces = (run_dir / "traces.jsonl").read_text().splitlines()
     assert len(traces) == 4
     assert json.loads((run_dir / "run.json").read_text())["status"] == "complete"
@@ -68,9 +69,14 @@ def test_options_are_the_same_in_pytest_and_the_console_script():
     from bench.options import RUN_OPTIONS
 
     helptext = sh("-m", "pytest", "--help").stdout
-    run_help = build_parser()._subparsers._group_actions[0].choices["run"].format_help()
+    commands = build_parser()._subparsers._group_actions[0].choices
+    readme = (ROOT / "README.md").read_text(encoding="utf-8")
+    table = readme.split("### Options (identical in", 1)[1].split("\n\n", 2)[1]
     for opt in RUN_OPTIONS:
-        assert opt.flag in helptext and opt.flag in run_help
+        assert opt.flag in helptext
+        for name in ("run", "compare", "sweep"):
+            assert opt.flag in commands[name].format_help(), (name, opt.flag)
+        assert f"| `{opt.flag}" in table, f"README's options table lacks {opt.flag}"
 
 
 def test_score_of_a_missing_run_is_one_line(tmp_path):

@@ -1,0 +1,130 @@
+"""``--cache [DIR]``: LM calls and retrievals served from disk when everything that determines them
+is the same, so a re-run costs lookups instead of model time.
+
+Off by default, so measured latency is real. A hit is recorded as one (``LMCall.cached``,
+``Retrieval.cached``) with the lookup's own wall time; the summary reports cold and warm probes
+apart. The key of an LM call is the backend's ``describe()`` (model file and its sha256, decoding
+settings, or endpoint and model) plus the whole request (prompt, token cap, stop sequences,
+logprobs, logit bias, the one-sentence hint); the key of a retrieval is the retriever's
+``describe()`` (parameters and corpus hash) plus the query and k. One SQLite file holds both.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import hashlib
+import json
+import sqlite3
+import threading
+import time
+from pathlib import Path
+
+from strategies.lm import LM, GenerationRequest
+from strategies.records import LMCall, Passage
+from strategies.retriever import Lookup, Retriever, cache_root
+
+CACHE_FILE = "calls.sqlite"
+
+
+def default_dir() -> Path:
+    """Where ``--cache`` with no folder keeps its file: ``<flarebench cache>/calls``."""
+    return cache_root() / "calls"
+
+
+def _key(kind: str, identity: str, request: dict) -> str:
+    return hashlib.sha256(json.dumps([kind, identity, request], sort_keys=True).encode()).hexdigest()
+
+
+class DiskCache:
+    """A key -> JSON value store in one SQLite file, safe to share between threads (concurrent probes)."""
+
+    def __init__(self, folder: str | Path):
+        self.folder = Path(folder)
+        self.folder.mkdir(parents=True, exist_ok=True)
+        self.path = self.folder / CACHE_FILE
+        self._lock = threading.Lock()
+        # Autocommit: every entry is on disk as soon as it is written, so an interrupted run keeps it.
+        self._db = sqlite3.connect(self.path, check_same_thread=False, isolation_level=None)
+        self._db.execute("PRAGMA journal_mode=WAL")
+        self._db.execute("CREATE TABLE IF NOT EXISTS entries (key TEXT PRIMARY KEY, value TEXT NOT NULL)")
+
+    def get(self, key: str) -> dict | None:
+        with self._lock:
+            row = self._db.execute("SELECT value FROM entries WHERE key = ?", (key,)).fetchone()
+        return json.loads(row[0]) if row else None
+
+    def put(self, key: str, value: dict) -> None:
+        with self._lock:
+            self._db.execute("INSERT OR REPLACE INTO entries VALUES (?, ?)", (key, json.dumps(value)))
+
+    def close(self) -> None:
+        with self._lock:
+            self._db.close()
+
+
+class CachedLM(LM):
+    """An LM whose calls are looked up in a :class:`DiskCache` first. A hit returns the stored call
+    marked ``cached``, with 0 evaluated tokens (nothing ran) and the lookup's wall time."""
+
+    def __init__(self, inner: LM, cache: DiskCache):
+        self.inner = inner
+        self.cache = cache
+        self.name = inner.name
+        self.supports_logprobs = inner.supports_logprobs
+        self.supports_logit_bias = inner.supports_logit_bias
+        self.thread_safe = getattr(inner, "thread_safe", False)
+        self._identity = json.dumps(inner.describe(), sort_keys=True)
+
+    def _complete(self, request: GenerationRequest) -> LMCall:
+        fields = dataclasses.asdict(request)
+        fields.pop("purpose")  # what the call is for changes nothing in what comes back
+        fields["prompt"] = request.prompt.text
+        key = _key("lm", self._identity, fields)
+        stored = self.cache.get(key)
+        if stored is not None:
+            return dataclasses.replace(LMCall(**stored), purpose=request.purpose, evaluated_tokens=0, cached=True)
+        call = self.inner.generate(
+            request.prompt,
+            request.max_tokens,
+            request.stop,
+            request.logprobs,
+            request.purpose,
+            request.logit_bias,
+            request.stop_at_sentence,
+        )
+        self.cache.put(key, dataclasses.asdict(call))
+        return call
+
+    def describe(self) -> dict:
+        return self.inner.describe()
+
+    def close(self) -> None:
+        self.inner.close()
+
+
+class CachedRetriever(Retriever):
+    """A retriever whose searches are looked up in a :class:`DiskCache` first; a hit is marked
+    ``cached`` and timed as the lookup it was."""
+
+    def __init__(self, inner: Retriever, cache: DiskCache):
+        self.inner = inner
+        self.cache = cache
+        self.name = inner.name
+        self._identity = json.dumps(inner.describe(), sort_keys=True)
+
+    def lookup(self, query: str, k: int) -> Lookup:
+        start = time.perf_counter()
+        key = _key("retrieval", self._identity, {"query": query, "k": k})
+        stored = self.cache.get(key)
+        if stored is not None:
+            passages = [Passage(**p) for p in stored["passages"]]
+            return Lookup(passages, time.perf_counter() - start, cached=True)
+        found = self.inner.lookup(query, k)
+        self.cache.put(key, {"passages": [dataclasses.asdict(p) for p in found.passages]})
+        return found
+
+    def _search(self, query: str, k: int) -> list[Passage]:
+        return self.lookup(query, k).passages
+
+    def describe(self) -> dict:
+        return self.inner.describe()

@@ -1,0 +1,111 @@
+"""Plain-language findings at the top of a report: what the numbers say, including where the
+papers' qualitative findings do not show up for this model and probe set.
+
+Each finding is one sentence computed from the summary alone (no judgement that is not in a
+number): which strategies are on the Pareto front, which deltas against the reference are
+significant, and for a sweep whether the retrieval rate rises with the swept value as in the FLARE
+paper's Figure 5.
+"""
+
+from __future__ import annotations
+
+import pandas as pd
+
+from bench.plots import QUALITY, cost_axis, pareto_front, tokens_frame
+from bench.report import interval_text
+from strategies.registry import with_param
+
+
+def _fmt(x: float) -> str:
+    return f"{x:.3f}"
+
+
+def _front(summary: pd.DataFrame, column: str, label: str) -> str:
+    frame = tokens_frame(summary)
+    front = pareto_front(frame[column].astype(float).to_numpy(), frame[QUALITY].astype(float).to_numpy())
+    names = [str(frame["strategy"].iloc[i]) for i in front]
+    return f"Pareto front of {QUALITY.upper()} against {label}: {', '.join(names) or 'none'}."
+
+
+def _deltas(summary: pd.DataFrame) -> str | None:
+    if "delta_reference" not in summary or summary["delta_reference"].isna().all():
+        return None
+    reference = summary["delta_reference"].dropna().iloc[0]
+    others = summary[summary["strategy"] != reference]
+    if others.empty:
+        return None
+    significant = [
+        f"{r['strategy']} ({interval_text(*(r[f'{QUALITY}_delta{x}'] for x in ('', '_lo', '_hi'))).rstrip(' *')})"
+        for _, r in others.iterrows()
+        if bool(r[f"{QUALITY}_delta_sig"])
+    ]
+    n = int(summary["n"].min())
+    if not significant:
+        return (
+            f"No strategy's {QUALITY.upper()} differs from {reference}'s beyond chance on these {n} probes "
+            "(every 95% paired-bootstrap interval includes 0): this probe set cannot tell them apart for this model."
+        )
+    return f"{QUALITY.upper()} differs from {reference}'s beyond chance for: {', '.join(significant)}."
+
+
+def _retrieval_helps(summary: pd.DataFrame) -> str | None:
+    rows = {r["strategy"]: r for _, r in summary.iterrows()}
+    if "no_retrieval" not in rows or len(rows) < 2:
+        return None
+    base = rows["no_retrieval"][QUALITY]
+    better = [s for s, r in rows.items() if s != "no_retrieval" and r[QUALITY] > base]
+    if not better:
+        return (
+            f"Retrieval does not help here: no strategy beats no_retrieval's {QUALITY.upper()} of {_fmt(base)} "
+            "(the FLARE and IRCoT papers find that it does on multi-hop questions; this model does not turn "
+            "the passages into answers)."
+        )
+    helps = (
+        f"Retrieval helps on average: {len(better)} of {len(rows) - 1} strategies score a higher "
+        f"{QUALITY.upper()} than no_retrieval's {_fmt(base)} (best: {max(better, key=lambda s: rows[s][QUALITY])}, "
+        f"{_fmt(max(rows[s][QUALITY] for s in better))})"
+    )
+    reference = summary["delta_reference"].dropna()
+    if reference.empty or reference.iloc[0] != "no_retrieval":
+        helps += "; whether beyond chance: --reference no_retrieval gives the intervals"
+    return helps + "."
+
+
+def _sweep(summary: pd.DataFrame, study: dict) -> list[str]:
+    param, values = study.get("param"), study.get("values") or []
+    rows = {r["strategy"]: r for _, r in summary.iterrows()}
+    out = []
+    for base in study.get("strategies") or []:
+        points = [(v, rows[s]) for v in values if (s := with_param(base, param, v)) in rows]
+        if len(points) < 2:
+            continue
+        rates = [float(r["retrieval_rate"]) for _, r in points]
+        trend = " -> ".join(f"{_fmt(x)} at {param}={v}" for (v, _), x in zip(points, rates))
+        rising = all(b >= a for a, b in zip(rates, rates[1:]))
+        verdict = "rises with" if rising and rates[-1] > rates[0] else "does not rise steadily with"
+        out.append(f"{base}: the retrieval rate {verdict} {param} ({trend}).")
+        best_v, best = max(points, key=lambda p: float(p[1][QUALITY]))
+        spread = max(float(r[QUALITY]) for _, r in points) - min(float(r[QUALITY]) for _, r in points)
+        line = (
+            f"{base}: best {QUALITY.upper()} {_fmt(float(best[QUALITY]))} at {param}={best_v}; "
+            f"{QUALITY.upper()} spans {_fmt(spread)} across the sweep"
+        )
+        if rising and best_v == points[0][0] and spread > 0:
+            line += (
+                f"; more retrieval does not buy quality here (the FLARE paper finds quality rising with the "
+                f"retrieval rate up to a point; with this model the lowest {param} is best)"
+            )
+        out.append(line + ".")
+    return out
+
+
+def findings(summary: pd.DataFrame, study: dict) -> list[str]:
+    """The findings for a summary (one row per strategy spec) and its study record."""
+    if summary.empty:
+        return []
+    cost_col, cost_label, _ = cost_axis(summary)
+    out = _sweep(summary, study) if study.get("kind") == "sweep" else []
+    out += [f for f in (_retrieval_helps(summary), _deltas(summary)) if f]
+    out.append(_front(summary, cost_col, cost_label))
+    out.append(_front(summary, "latency_p95_s", "p95 latency"))
+    return out

@@ -1,0 +1,311 @@
+"""report.html: one self-contained page per run folder (no network: styles, script and PNG plots
+inlined) that a reader who never ran the tool can decide from.
+
+It holds the comparison table, the plots (bench/plots.py), the column definitions, the run
+configuration and a trace viewer. Every piece of corpus or model text is escaped: with
+``html.escape`` in the markup, and in the embedded JSON the viewer reads, ``<``, ``>`` and ``&`` are
+written as ``\\u003c``, ``\\u003e``, ``\\u0026`` so no text can close the script element. The viewer
+builds its DOM with ``textContent`` only, never ``innerHTML``.
+"""
+
+from __future__ import annotations
+
+import base64
+import html
+import json
+import math
+from pathlib import Path
+from typing import Any
+
+import pandas as pd
+
+from bench import plots
+from bench.confidence import theta_of
+from bench.findings import findings
+from bench.metrics import COLUMN_DOCS
+from bench.report import compact_frame, probe_rows, write_atomic
+from strategies.records import Trace
+
+REPORT_HTML = "report.html"
+#: The page's stylesheet and viewer script, inlined into every report.
+ASSETS = Path(__file__).with_name("assets")
+
+#: Probability digits kept for the viewer's tokens (enough to compare with theta).
+_PROB_DIGITS = 3
+
+
+def embed_json(data: Any) -> str:
+    """JSON safe inside a ``<script>`` element: nothing in it can end the element or open a comment."""
+    text = json.dumps(data, ensure_ascii=False, allow_nan=False, separators=(",", ":"))
+    for raw in ("<", ">", "&", "\u2028", "\u2029"):
+        text = text.replace(raw, f"\\u{ord(raw):04x}")
+    return text
+
+
+def _num(x: Any) -> float | None:
+    """A JSON-safe number (None for NaN/None)."""
+    try:
+        f = float(x)
+    except (TypeError, ValueError):
+        return None
+    return None if math.isnan(f) else f
+
+
+def viewer_data(traces: list[Trace], rows: pd.DataFrame, probes: dict, docs_by_id: dict, order: list[str]) -> dict:
+    """What the trace viewer shows: per probe its question and gold answers, per (strategy, probe)
+    the answer, score and every step (LM calls with per-token probabilities, retrievals with why they
+    fired), and the text of every retrieved document."""
+    scores = {(r["strategy"], r["probe_id"]): r for r in rows.to_dict("records")} if not rows.empty else {}
+    shown = [t for t in traces if t.probe_id in probes and t.strategy in order]
+    doc_ids = {d for t in shown for r in t.retrievals for d in r.doc_ids}
+    out_traces = []
+    for t in shown:
+        row = scores.get((t.strategy, t.probe_id), {})
+        out_traces.append(
+            {
+                "strategy": t.strategy,
+                "probe": t.probe_id,
+                "answer": row["answer"] if isinstance(row.get("answer"), str) else None,  # NaN in the frame
+                "em": _num(row.get("em")),
+                "f1": _num(row.get("f1")),
+                "output": t.output,
+                "stop": t.stop_reason,
+                "error": t.error,
+                "seconds": _num(t.seconds),
+                "steps": [
+                    {
+                        "text": s.text,
+                        "calls": [
+                            {
+                                "purpose": c.purpose,
+                                "tokens": c.tokens,
+                                "probs": [round(math.exp(lp), _PROB_DIGITS) for lp in c.logprobs]
+                                if c.logprobs
+                                else None,
+                                "prompt": c.prompt_tokens,
+                                "evaluated": c.evaluated_tokens,
+                                "completion": c.completion_tokens,
+                                "seconds": _num(c.seconds),
+                                "cached": c.cached,
+                            }
+                            for c in s.lm_calls
+                        ],
+                        "retrievals": [
+                            {
+                                "reason": r.reason,
+                                "query": r.query,
+                                "docs": r.doc_ids,
+                                "seconds": _num(r.seconds),
+                                "min_p": _num(r.detail.get("min_p")),
+                                "span": r.detail.get("span"),
+                            }
+                            for r in s.retrievals
+                        ],
+                    }
+                    for s in t.steps
+                ],
+            }
+        )
+    used = {t.probe_id for t in shown}
+    return {
+        "order": order,
+        "thetas": {s: theta_of(s) for s in order},
+        "probes": [
+            {
+                "id": p.id,
+                "question": p.question,
+                "answers": list(p.answers),
+                "answer_type": p.answer_type,
+                "gold": list(p.gold_doc_ids),
+            }
+            for pid, p in probes.items()
+            if pid in used
+        ],
+        "traces": out_traces,
+        "docs": {d: [docs_by_id[d].title, docs_by_id[d].text] for d in sorted(doc_ids) if d in docs_by_id},
+    }
+
+
+def _table(frame: pd.DataFrame, table_id: str) -> str:
+    return frame.to_html(
+        index=False, escape=True, na_rep="", float_format=lambda x: f"{x:.3f}", border=0, table_id=table_id
+    )
+
+
+def _figure(png: bytes | None, fig_id: str, alt: str, caption: str, wide: bool = False) -> str:
+    """A PNG inlined as a figure with its caption; ``wide`` figures span the whole plot grid."""
+    if png is None:
+        return ""
+    data = base64.b64encode(png).decode("ascii")
+    css = ' class="wide"' if wide else ""
+    return (
+        f'<figure id="{fig_id}"{css}>'
+        f'<img src="data:image/png;base64,{data}" alt="{html.escape(alt)}">'
+        f"<figcaption>{html.escape(caption)}</figcaption></figure>"
+    )
+
+
+def _plots(summary: pd.DataFrame, rows: pd.DataFrame, study: dict, order: list[str]) -> str:
+    if summary.empty:
+        return "<p>No probe has finished yet: nothing to plot.</p>"
+    cost_col, cost_label, cost_note = plots.cost_axis(summary)
+    parts = [
+        _figure(
+            plots.tradeoff(summary, cost_col, cost_label),
+            "plot-cost",
+            "F1 against cost per question",
+            "Answer quality (F1 of the stated answer) against cost per question; the Pareto front joins the "
+            "strategies no other one beats on both (up and to the left is better)." + cost_note,
+        ),
+        _figure(
+            plots.tradeoff(summary, "latency_p95_s", "p95 latency per question (s)"),
+            "plot-latency",
+            "F1 against p95 latency",
+            "Answer quality against the 95th percentile of wall time per question, with the Pareto front.",
+        ),
+    ]
+    if study.get("kind") == "sweep":
+        parts.append(
+            _figure(
+                plots.sweep(summary, study),
+                "plot-sweep",
+                f"retrieval rate and quality against {study.get('param')}",
+                f"Retrieval rate (share of generation steps that retrieved, first hop not counted) and EM/F1 "
+                f"against the swept {study.get('param')} (cf. FLARE, Jiang et al. 2023, Figure 5).",
+                wide=True,
+            )
+        )
+    if not rows.empty:
+        parts.append(
+            _figure(
+                plots.latency(rows, order),
+                "plot-latency-dist",
+                "latency distributions",
+                "Wall time per question for each strategy: box = quartiles, line = median, whiskers = 1.5 IQR, "
+                "bar = p95.",
+            )
+        )
+        thetas = {s: theta_of(s) for s in order}
+        parts.append(
+            _figure(
+                plots.gate(rows, order, thetas),
+                "plot-gate",
+                "minimum draft probability, right against wrong answers",
+                "Is the confidence gate informative for this model? The lowest token probability over each "
+                "answer's drafts, for answers that turned out right (EM 1) and wrong; the dashed line is theta "
+                "(a draft at or below it retrieves). A useful gate puts the wrong answers left of theta and "
+                "the right ones right of it.",
+                wide=True,
+            )
+        )
+    return '<div class="plots">' + "\n".join(p for p in parts if p) + "</div>"
+
+
+def render(summary: pd.DataFrame, info: dict, traces: list[Trace], probe_set) -> str:
+    """The whole page as a string."""
+    config = info.get("config", {})
+    study = info.get("study") or {}
+    order = list(summary["strategy"]) if not summary.empty else list(config.get("strategies", {}))
+    probes = {p.id: p for p in probe_set.probes}
+    rows = probe_rows([t for t in traces if t.strategy in order], probes)
+    e = html.escape
+    kind = study.get("kind", "run")
+    title = f"flarebench {kind}: {config.get('probes', {}).get('name', '?')}"
+    if kind == "sweep":
+        title += f", {', '.join(study.get('strategies', []))} over {study.get('param')}"
+    head = (
+        f"Probe set <code>{e(str(config.get('probes', {}).get('name')))}</code> "
+        f"({e(str(info.get('probes_run', '?')))} probes run), "
+        f"LM <code>{e(str(config.get('lm', {}).get('name')))}</code>, "
+        f"retriever <code>{e(str(config.get('retriever', {}).get('name')))}</code>; run status "
+        f"<b>{e(str(info.get('status', '?')))}</b>, started {e(str(info.get('created_utc', '?')))}; "
+        f"command <code>{e(str(info.get('command', '')))}</code>."
+    )
+    if "cached_share" in summary and (summary["cached_share"].fillna(0) > 0).any():
+        head += (
+            f' <b class="warm">Warm run</b>: part of it was served from the cache ({e(str(info.get("cache")))}); '
+            "see cached_share and the cold and warm latency columns."
+        )
+    notes = "".join(f"<li>{e(n)}</li>" for n in summary.attrs.get("notes", []))
+    shows = "".join(f"<li>{e(f)}</li>" for f in findings(summary, study))
+    columns = [c for c in summary.columns if c in COLUMN_DOCS]
+    compact = compact_frame(summary) if not summary.empty else summary
+    delta_doc = (
+        "<dt>em vs REF, f1 vs REF</dt><dd>Mean paired difference from the reference strategy with its 95% "
+        "paired-bootstrap interval (10,000 resamples); * where the interval excludes 0.</dd>"
+    )
+    defs = delta_doc + "".join(f"<dt>{e(c)}</dt><dd>{e(COLUMN_DOCS[c])}</dd>" for c in columns)
+    data = viewer_data(traces, rows, probes, probe_set.docs_by_id, order)
+    return _PAGE.format(
+        title=e(title),
+        head=head,
+        findings=f'<section id="findings"><h2>What this run shows</h2><ul>{shows}</ul></section>' if shows else "",
+        notes=f"<h3>Notes</h3><ul>{notes}</ul>" if notes else "",
+        table=_table(compact, "summary"),
+        full_table=_table(summary, "summary-full"),
+        plots=_plots(summary, rows, study, order),
+        defs=defs,
+        config=e(json.dumps(config, indent=2, ensure_ascii=False)),
+        data=embed_json(data),
+        style=_asset("report.css"),
+        script=_asset("report.js"),
+    )
+
+
+def _asset(name: str) -> str:
+    return (ASSETS / name).read_text(encoding="utf-8")
+
+
+def write_report(run_dir: Path, summary: pd.DataFrame, info: dict, traces: list[Trace], probe_set) -> Path:
+    """Write ``RUN_DIR/report.html`` (atomically) and return its path."""
+    path = Path(run_dir) / REPORT_HTML
+    write_atomic(path, render(summary, info, traces, probe_set))
+    return path
+
+
+_PAGE = """<!DOCTYPE html>
+<html lang="en">
+<head>
+<meta charset="utf-8">
+<meta name="viewport" content="width=device-width, initial-scale=1">
+<title>{title}</title>
+<style>{style}</style>
+</head>
+<body>
+<h1>{title}</h1>
+<p>{head}</p>
+<nav><a href="#comparison">Comparison</a><a href="#plots">Plots</a><a href="#viewer">Trace viewer</a>
+<a href="#columns">Column definitions</a><a href="#configuration">Configuration</a></nav>
+{findings}
+<section id="comparison">
+<h2>Comparison</h2>
+<div class="scroll">{table}</div>
+{notes}
+<details><summary>Every column (as in summary.csv)</summary><div class="scroll">{full_table}</div></details>
+</section>
+<section id="plots">
+<h2>Plots</h2>
+{plots}
+</section>
+<section id="viewer">
+<h2>Trace viewer</h2>
+<p class="muted">Pick a probe (and a strategy): the answer, each step, why retrieval fired, the query, the
+documents retrieved (gold ones marked), and every LM call's tokens, those at or below theta highlighted
+with their probabilities.</p>
+<label>Probe <select id="probe-select"></select></label>
+<label>Strategy <select id="strategy-select"></select></label>
+<div id="trace-view"></div>
+</section>
+<section id="columns">
+<h2>Column definitions</h2>
+<dl>{defs}</dl>
+</section>
+<section id="configuration">
+<h2>Run configuration</h2>
+<pre>{config}</pre>
+</section>
+<script id="trace-data" type="application/json">{data}</script>
+<script>{script}</script>
+</body>
+</html>
+"""

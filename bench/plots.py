@@ -1,0 +1,186 @@
+"""The report's plots, drawn with matplotlib (no display: ``Figure`` objects rendered to PNG bytes).
+
+Each function takes the summary (one row per strategy spec) or the per-probe rows and returns PNG
+bytes, or None when the run holds nothing to draw (e.g. no strategy drafts, no sweep).
+"""
+
+from __future__ import annotations
+
+import io
+import math
+from collections.abc import Sequence
+
+import numpy as np
+import pandas as pd
+from matplotlib.figure import Figure
+
+from strategies.registry import with_param
+
+#: The quality axis of every plot: F1 of the stated answer (graded, unlike EM, so small models
+#: with few exact answers still show differences).
+QUALITY = "f1"
+_DPI = 110
+_RIGHT, _WRONG, _FRONT = "#1b7837", "#b2182b", "#d95f02"
+
+
+def pareto_front(cost: Sequence[float], quality: Sequence[float]) -> list[int]:
+    """Indices of the points no other point beats: none is at most as costly and at least as good
+    with one of the two strictly better. Sorted by cost (then quality, best first); NaNs never qualify."""
+    points = [
+        (float(c), -float(q), i)
+        for i, (c, q) in enumerate(zip(cost, quality))
+        if not (math.isnan(float(c)) or math.isnan(float(q)))
+    ]
+    front, best = [], -math.inf
+    for _cost, neg_q, i in sorted(points):
+        if -neg_q > best:
+            front.append(i)
+            best = -neg_q
+    return front
+
+
+def _png(fig: Figure) -> bytes:
+    buf = io.BytesIO()
+    fig.savefig(buf, format="png", dpi=_DPI, bbox_inches="tight")
+    return buf.getvalue()
+
+
+def cost_axis(summary: pd.DataFrame) -> tuple[str, str, str]:
+    """The column, label and caption note of the cost axis: cost_per_q when any strategy has a
+    price above 0, else the tokens per question (sent + generated; what a hosted API would bill)."""
+    cost = pd.to_numeric(summary["cost_per_q"], errors="coerce")
+    if (cost.fillna(0) > 0).any():
+        return "cost_per_q", "cost per question (USD)", ""
+    why = "priced at 0 (a local model)" if cost.notna().any() else "not in the price table"
+    return "tokens_per_q", "tokens per question (prompt sent + completion)", f" The LM is {why}, so cost is tokens."
+
+
+def tokens_frame(summary: pd.DataFrame) -> pd.DataFrame:
+    """The summary with a tokens_per_q column (prompt tokens sent + completion tokens per question)."""
+    frame = summary.copy()
+    frame["tokens_per_q"] = frame["prompt_tokens_per_q"].astype(float) + frame["completion_tokens_per_q"].astype(float)
+    return frame
+
+
+def tradeoff(summary: pd.DataFrame, x: str, x_label: str) -> bytes | None:
+    """Quality against ``x`` (a cost or latency column), one labelled point per strategy, the Pareto
+    front (cheaper or faster and at least as good) drawn as a step line with its points ringed."""
+    frame = tokens_frame(summary)
+    xs = pd.to_numeric(frame[x], errors="coerce").to_numpy(dtype=float)
+    ys = pd.to_numeric(frame[QUALITY], errors="coerce").to_numpy(dtype=float)
+    if np.isnan(xs).all() or np.isnan(ys).all():
+        return None
+    fig = Figure(figsize=(6.4, 4.2))
+    ax = fig.subplots()
+    ax.scatter(xs, ys, color="#4c78a8", zorder=3)
+    right_half = np.nanmin(xs) + (np.nanmax(xs) - np.nanmin(xs)) / 2
+    for label, px, py in zip(frame["strategy"], xs, ys):
+        if not (math.isnan(px) or math.isnan(py)):
+            # Labels point inwards so none runs off the plot.
+            left = px > right_half
+            ax.annotate(
+                str(label),
+                (px, py),
+                textcoords="offset points",
+                xytext=(-5 if left else 5, 4),
+                ha="right" if left else "left",
+                fontsize=8,
+            )
+    front = pareto_front(xs, ys)
+    if front:
+        ax.step(xs[front], ys[front], where="post", color=_FRONT, linewidth=1.5, label="Pareto front", zorder=2)
+        ax.scatter(xs[front], ys[front], s=140, facecolors="none", edgecolors=_FRONT, linewidths=1.5, zorder=4)
+        ax.legend(loc="best", fontsize=8)
+    ax.margins(x=0.08, y=0.12)
+    ax.set_xlabel(x_label)
+    ax.set_ylabel(f"{QUALITY.upper()} (stated answer)")
+    ax.grid(alpha=0.3)
+    return _png(fig)
+
+
+def sweep(summary: pd.DataFrame, study: dict) -> bytes | None:
+    """For a sweep: retrieval rate (left) and quality (right) against the swept value, one line per
+    swept strategy (the shape of the FLARE paper's Figure 5 for theta)."""
+    param, values, bases = study.get("param"), study.get("values") or [], study.get("strategies") or []
+    if not param or not values:
+        return None
+    rows = {s: r for s, r in zip(summary["strategy"], summary.to_dict("records"))}
+    try:
+        xs = [float(v) for v in values]
+        numeric = True
+    except ValueError:
+        xs, numeric = list(range(len(values))), False
+    fig = Figure(figsize=(9.6, 3.8))
+    left, right = fig.subplots(1, 2)
+    drawn = False
+    for base in bases:
+        specs = [with_param(base, param, v) for v in values]
+        points = [(x, rows[s]) for x, s in zip(xs, specs) if s in rows]
+        if not points:
+            continue
+        drawn = True
+        px = [p[0] for p in points]
+        left.plot(px, [p[1]["retrieval_rate"] for p in points], marker="o", label=base)
+        right.plot(px, [p[1]["em"] for p in points], marker="o", label=f"{base} EM")
+        right.plot(px, [p[1]["f1"] for p in points], marker="s", linestyle="--", label=f"{base} F1")
+    if not drawn:
+        return None
+    for ax, ylabel in ((left, "retrieval rate (share of steps)"), (right, "answer quality")):
+        ax.set_xlabel(param)
+        ax.set_ylabel(ylabel)
+        ax.grid(alpha=0.3)
+        if not numeric:
+            ax.set_xticks(xs, values)
+    left.set_ylim(-0.03, 1.03)
+    right.legend(fontsize=8)
+    left.legend(fontsize=8)
+    return _png(fig)
+
+
+def latency(rows: pd.DataFrame, order: list[str]) -> bytes | None:
+    """Per-question wall time per strategy as box plots (median, quartiles, whiskers at 1.5 IQR,
+    outliers as points) with p95 marked."""
+    data = [(s, rows.loc[rows["strategy"] == s, "latency_s"].astype(float).to_numpy()) for s in order]
+    data = [(s, v) for s, v in data if len(v)]
+    if not data:
+        return None
+    fig = Figure(figsize=(6.4, 0.5 * len(data) + 1.4))
+    ax = fig.subplots()
+    ax.boxplot([v for _, v in data], orientation="horizontal", tick_labels=[s for s, _ in data])
+    p95 = [float(np.percentile(v, 95)) for _, v in data]
+    ax.scatter(p95, range(1, len(data) + 1), marker="|", s=250, color=_FRONT, label="p95", zorder=3)
+    ax.invert_yaxis()
+    ax.set_xlabel("seconds per question (wall time)")
+    ax.legend(fontsize=8, loc="lower right")
+    ax.grid(alpha=0.3, axis="x")
+    return _png(fig)
+
+
+def gate(rows: pd.DataFrame, order: list[str], thetas: dict[str, float | None]) -> bytes | None:
+    """For strategies that draft: the minimum draft token probability of each answer, right answers
+    (EM 1) against wrong ones, with theta marked; one panel per strategy."""
+    specs = [s for s in order if rows.loc[rows["strategy"] == s, "draft_min_p"].notna().any()]
+    if not specs:
+        return None
+    cols = min(3, len(specs))
+    n_rows = math.ceil(len(specs) / cols)
+    fig = Figure(figsize=(3.6 * cols, 2.8 * n_rows))
+    axes = np.atleast_1d(fig.subplots(n_rows, cols, squeeze=False)).ravel()
+    bins = np.linspace(0, 1, 21)
+    for ax, spec in zip(axes, specs):
+        g = rows[(rows["strategy"] == spec) & rows["draft_min_p"].notna()]
+        right = g.loc[g["em"] > 0, "draft_min_p"].astype(float)
+        wrong = g.loc[g["em"] <= 0, "draft_min_p"].astype(float)
+        ax.hist(wrong, bins=bins, alpha=0.6, color=_WRONG, label=f"wrong ({len(wrong)})")
+        ax.hist(right, bins=bins, alpha=0.6, color=_RIGHT, label=f"right ({len(right)})")
+        theta = thetas.get(spec)
+        if theta is not None:
+            ax.axvline(theta, color="black", linestyle="--", linewidth=1, label=f"theta {theta:g}")
+        ax.set_title(spec, fontsize=9)
+        ax.set_xlabel("min token probability of the drafts", fontsize=8)
+        ax.set_ylabel("answers", fontsize=8)
+        ax.legend(fontsize=7)
+    for ax in axes[len(specs) :]:
+        ax.set_visible(False)
+    fig.tight_layout()
+    return _png(fig)

@@ -1,0 +1,59 @@
+"""A real ``python -m llama_cpp.server`` for tests: the bundled SmolLM2 with its full context on a
+free port of 127.0.0.1, started by the test session and stopped at its end."""
+
+from __future__ import annotations
+
+import contextlib
+import socket
+import subprocess
+import sys
+import time
+import urllib.request
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+
+def free_port() -> int:
+    """A TCP port nothing listens on now."""
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+@contextlib.contextmanager
+def llama_server(log: Path, *extra: str, ready_within: float = 180.0) -> Iterator[str]:
+    """Start the server (its output in ``log``), wait until it answers /v1/models, yield its base
+    URL, and stop it on exit. A server that dies or never answers fails the test with its log."""
+    pytest.importorskip("llama_cpp.server")
+    from strategies.backends import smollm2_path
+
+    port = free_port()
+    cmd = [sys.executable, "-m", "llama_cpp.server", "--model", str(smollm2_path()), "--n_ctx", "8192",
+           "--n_threads", "2", "--host", "127.0.0.1", "--port", str(port), *extra]  # fmt: skip
+    with open(log, "w") as out:
+        proc = subprocess.Popen(cmd, stdout=out, stderr=subprocess.STDOUT)
+    url = f"http://127.0.0.1:{port}/v1"
+    try:
+        deadline = time.time() + ready_within
+        while True:
+            if proc.poll() is not None:
+                pytest.fail(f"llama_cpp.server exited with {proc.returncode}:\n{log.read_text()[-3000:]}")
+            try:
+                with urllib.request.urlopen(f"{url}/models", timeout=2) as r:
+                    if r.status == 200:
+                        break
+            except OSError:
+                pass
+            if time.time() > deadline:
+                pytest.fail(f"llama_cpp.server not ready after {ready_within:.0f} s:\n{log.read_text()[-3000:]}")
+            time.sleep(0.3)
+        yield url
+    finally:
+        proc.terminate()
+        try:
+            proc.wait(timeout=20)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            proc.wait()

@@ -1,0 +1,123 @@
+"""--cache: LM calls and retrievals served from disk, keyed by everything that determines them; a
+hit is marked, and a run served from the cache reports warm latency apart from cold."""
+
+from __future__ import annotations
+
+import contextlib
+import io
+import json
+
+import pandas as pd
+import pytest
+
+import bench.session
+from bench import cli
+from bench.cache import CachedLM, CachedRetriever, DiskCache
+from strategies.base import retrieve
+from strategies.bm25 import BM25Retriever
+from strategies.lm import Prompt
+from strategies.records import Passage
+from tests.scripted import ProbeAwareLM, ScriptedLM
+
+PROMPT = Prompt("Static part. ", "Question: who? Answer:")
+
+
+class Described(ScriptedLM):
+    """A scripted LM whose describe() names a model, so two of them can differ."""
+
+    def __init__(self, script, model="m1"):
+        super().__init__(script)
+        self.model = model
+
+    def describe(self) -> dict:
+        return {"name": "scripted", "model": self.model}
+
+
+def test_a_repeated_call_is_served_from_the_cache(tmp_path):
+    inner = Described([([" Ann", "."], [0.4, 0.9])])
+    lm = CachedLM(inner, DiskCache(tmp_path))
+    cold = lm.generate(PROMPT, 16, stop=("\n",), logprobs=True, purpose="draft")
+    warm = lm.generate(PROMPT, 16, stop=("\n",), logprobs=True, purpose="regenerate")
+    assert len(inner.requests) == 1  # the second call never reached the model
+    assert not cold.cached and warm.cached
+    assert (warm.text, warm.tokens, warm.logprobs) == (cold.text, cold.tokens, cold.logprobs)
+    assert warm.purpose == "regenerate" and warm.evaluated_tokens == 0
+    assert warm.prompt_tokens == cold.prompt_tokens and warm.completion_tokens == cold.completion_tokens
+
+
+@pytest.mark.parametrize(
+    "change",
+    [
+        {"max_tokens": 17},
+        {"stop": (".",)},
+        {"logprobs": False},
+        {"logit_bias": {"[": 2.0}},
+        {"stop_at_sentence": True},
+        {"prompt": Prompt("Static part. ", "Question: who else? Answer:")},
+        {"prompt": Prompt("Static part.", " Question: who? Answer:")},  # same text, other split: a hit
+    ],
+)
+def test_the_key_holds_everything_that_determines_the_call(tmp_path, change):
+    inner = Described(["x"])
+    lm = CachedLM(inner, DiskCache(tmp_path))
+    base = {"prompt": PROMPT, "max_tokens": 16, "stop": ("\n",), "logprobs": True, "logit_bias": {}}
+    lm.generate(**base)
+    second = lm.generate(**{**base, **change})
+    same_text = "prompt" in change and change["prompt"].text == PROMPT.text
+    assert second.cached is same_text
+    assert len(inner.requests) == (1 if same_text else 2)
+
+
+def test_the_cache_persists_and_is_per_model(tmp_path):
+    CachedLM(Described(["x"]), DiskCache(tmp_path)).generate(PROMPT, 8)
+    again = Described(["y"])
+    assert CachedLM(again, DiskCache(tmp_path)).generate(PROMPT, 8).text == "x" and again.requests == []
+    other = Described(["z"], model="m2")
+    assert CachedLM(other, DiskCache(tmp_path)).generate(PROMPT, 8).text == "z" and len(other.requests) == 1
+
+
+def test_a_repeated_retrieval_is_served_from_the_cache(tmp_path):
+    docs = [Passage("a", "Ann", "Ann wrote the book."), Passage("b", "Bob", "Bob lives in Rome.")]
+    cache = DiskCache(tmp_path)
+    retriever = CachedRetriever(BM25Retriever(docs), cache)
+    passages, cold = retrieve(retriever, "who wrote the book", 1, "first_hop")
+    again, warm = retrieve(retriever, "who wrote the book", 1, "first_hop")
+    assert [p.id for p in passages] == [p.id for p in again] == ["a"]
+    assert not cold.cached and warm.cached and warm.doc_ids == ["a"]
+    assert not retrieve(retriever, "who wrote the book", 2, "first_hop")[1].cached  # another k
+    # Another corpus is another retriever: no hit.
+    other = CachedRetriever(BM25Retriever(docs[:1]), cache)
+    assert not retrieve(other, "who wrote the book", 1, "first_hop")[1].cached
+
+
+def _cli(*args) -> tuple[int, str, str]:
+    out, err = io.StringIO(), io.StringIO()
+    with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
+        code = cli.main(list(args))
+    return code, out.getvalue(), err.getvalue()
+
+
+def test_a_second_run_is_warm_and_reports_latency_apart(tmp_path, monkeypatch):
+    monkeypatch.setattr(bench.session, "make_lm", lambda *args, **kwargs: ProbeAwareLM())
+    common = ["run", "--strategy", "single_time", "--strategy", "flare_direct", "--limit", "4"]
+    cache = str(tmp_path / "cache")
+    code, out, err = _cli(*common, "--report-dir", str(tmp_path / "cold"), "--cache", cache)
+    assert code == 0, out + err
+    code, out, err = _cli(*common, "--report-dir", str(tmp_path / "warm"), "--cache", cache)
+    assert code == 0, out + err
+    cold, warm = (pd.read_csv(tmp_path / name / "summary.csv") for name in ("cold", "warm"))
+    # In the first run only single_time is cold throughout: flare_direct already finds its first-hop
+    # retrievals (and drafts identical to earlier calls) in the cache.
+    assert cold["cached_share"][0] == 0.0 and 0.0 < cold["cached_share"][1] < 1.0
+    assert list(warm["cached_share"]) == [1.0, 1.0]
+    assert pd.notna(cold["latency_p50_cold_s"][0]) and cold["latency_p50_warm_s"].isna().all()
+    assert warm["latency_p50_warm_s"].notna().all() and warm["latency_p50_cold_s"].isna().all()
+    for column in ("em", "f1", "lm_calls_per_q", "retrievals_per_q", "prompt_tokens_per_q"):
+        assert list(cold[column]) == list(warm[column]), column  # same answers, same work recorded
+    assert "warm run: single_time 100%, flare_direct 100%" in (tmp_path / "warm" / "summary.md").read_text()
+    assert "Warm run</b>" in (tmp_path / "warm" / "report.html").read_text()
+    run = json.loads((tmp_path / "warm" / "run.json").read_text())
+    assert run["cache"].startswith(cache) and "cache" not in run["config"]  # resuming with or without it is allowed
+    traces = [json.loads(line) for line in (tmp_path / "warm" / "traces.jsonl").read_text().splitlines()]
+    assert all(c["cached"] for t in traces for s in t["steps"] for c in s["lm_calls"])
+    assert all(r["cached"] for t in traces for s in t["steps"] for r in s["retrievals"])

@@ -1,0 +1,85 @@
+"""The `flarebench` console script end to end with the real embedded model, as a user runs it: a
+sweep writes one row per value and its report; Ctrl-C (SIGINT) stops a run cleanly, keeps every
+finished probe, and the same command resumes and finishes it with the answers of an uninterrupted run."""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pandas as pd
+import pytest
+
+pytestmark = pytest.mark.model
+
+FLAREBENCH = shutil.which("flarebench") or str(Path(sys.executable).with_name("flarebench"))
+
+
+def _env(tmp_path: Path) -> dict[str, str]:
+    return {**os.environ, "FLAREBENCH_CACHE": os.environ.get("FLAREBENCH_CACHE", str(tmp_path / "cache"))}
+
+
+def test_sweep_over_theta_end_to_end(tmp_path):
+    run_dir = tmp_path / "sweep"
+    cmd = [FLAREBENCH, "sweep", "--strategy", "flare_direct", "--param", "theta=0,1", "--limit", "2"]
+    done = subprocess.run([*cmd, "--report-dir", str(run_dir)], capture_output=True, text=True, env=_env(tmp_path))
+    assert done.returncode == 0, done.stderr[-2000:]
+    summary = pd.read_csv(run_dir / "summary.csv")
+    assert list(summary["strategy"]) == ["flare_direct:theta=0", "flare_direct:theta=1"]
+    # theta 0 never retrieves mid-generation, theta 1 retrieves for every sentence (FLARE Figure 5).
+    assert list(summary["retrieval_rate"]) == [0.0, 1.0]
+    page = (run_dir / "report.html").read_text()
+    assert '<figure id="plot-sweep" class="wide">' in page and '<figure id="plot-gate" class="wide">' in page
+    assert f"report: {run_dir / 'report.html'}" in done.stdout
+    assert "[2/2] flare_direct:theta=1" in done.stderr and "Traceback" not in done.stderr
+
+
+def test_ctrl_c_keeps_finished_probes_and_the_same_command_resumes(tmp_path):
+    run_dir = tmp_path / "run"
+    cmd = [FLAREBENCH, "run", "--strategy", "single_time", "--limit", "4", "--report-dir", str(run_dir)]
+    # A shell's background job starts with SIGINT ignored and passes that on: let Ctrl-C through.
+    proc = subprocess.Popen(
+        cmd,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        env=_env(tmp_path),
+        preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL),
+    )
+    traces = run_dir / "traces.jsonl"
+    deadline = time.monotonic() + 300
+    while not (traces.exists() and traces.read_text().count("\n") >= 1):
+        assert proc.poll() is None and time.monotonic() < deadline, "the run ended before the first probe finished"
+        time.sleep(0.05)
+    proc.send_signal(signal.SIGINT)
+    out, err = proc.communicate(timeout=120)
+    assert proc.returncode == 130, err[-2000:]
+    assert "interrupted; finished probes are kept; run the same command to resume" in err
+    assert "Traceback" not in err
+    kept = traces.read_text().splitlines()
+    assert 1 <= len(kept) < 4
+    assert json.loads((run_dir / "run.json").read_text())["status"] == "interrupted"
+
+    done = subprocess.run(cmd, capture_output=True, text=True, env=_env(tmp_path))
+    assert done.returncode == 0, done.stderr[-2000:]
+    lines = traces.read_text().splitlines()
+    assert lines[: len(kept)] == kept  # what finished before Ctrl-C is kept as it was, not redone
+    assert sorted(json.loads(line)["probe_id"] for line in lines) == ["pw-0001", "pw-0002", "pw-0003", "pw-0004"]
+    assert json.loads((run_dir / "run.json").read_text())["status"] == "complete"
+    assert (run_dir / "report.html").exists()
+    # The interrupted-and-resumed run gives what an uninterrupted one gives.
+    whole = tmp_path / "whole"
+    done = subprocess.run([*cmd[:-1], str(whole)], capture_output=True, text=True, env=_env(tmp_path))
+    assert done.returncode == 0, done.stderr[-2000:]
+
+    def outputs(folder: Path) -> dict[str, str]:
+        lines = (folder / "traces.jsonl").read_text().splitlines()
+        return {t["probe_id"]: t["output"] for t in map(json.loads, lines)}
+
+    assert outputs(run_dir) == outputs(whole)

@@ -1,0 +1,762 @@
+"""The OpenAI-compatible backend (``--lm openai:MODEL``, strategies/openai_lm.py).
+
+Unit tests run against a scripted endpoint (an HTTP server in a thread shaped like
+llama_cpp.server). The tests marked ``model`` start a real ``python -m llama_cpp.server`` with the
+bundled SmolLM2 on 127.0.0.1, compare its answers with the in-process backend's, and put a proxy
+in front of it that injects faults (malformed JSON, an empty completion, no logprobs, a server that
+goes away mid-run).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import http.server
+import json
+import math
+import os
+import socket
+import subprocess
+import sys
+import threading
+import time
+import urllib.error
+import urllib.request
+from pathlib import Path
+
+import pytest
+
+from bench.runner import StrategyRefused, TraceLog, check_compatible, run_strategy
+from bench.session import BenchSession, ConfigError
+from strategies.backends import make_lm
+from strategies.base import Strategy, finish
+from strategies.lm import LMError, LMUnavailable, Prompt
+from strategies.openai_lm import OpenAILM
+from strategies.records import Step
+from strategies.registry import parse_spec, register
+from tests import servers
+from tests.scripted import ScriptedLM
+
+ROOT = Path(__file__).resolve().parents[1]
+SECRET = "sk-test-SECRET123"
+KEY_ENV = "FLAREBENCH_TEST_LM_KEY"
+
+
+# ------------------------------------------------------------------------------------------
+# An HTTP endpoint in a thread, for the scripted server and the fault proxy
+# ------------------------------------------------------------------------------------------
+
+DROP = object()  # a reply that closes the port and drops the connection: the server "died"
+
+
+class Endpoint:
+    """HTTP on 127.0.0.1: ``respond(method, path, body, headers)`` returns ``(status, bytes)`` or
+    DROP. ``down()`` closes the port (connections refused), ``up()`` opens the same port again."""
+
+    def __init__(self, respond):
+        self.respond = respond
+        self.port = 0
+        self.up()
+
+    def up(self) -> None:
+        endpoint = self
+
+        class Handler(http.server.BaseHTTPRequestHandler):
+            def _serve(self):
+                body = self.rfile.read(int(self.headers.get("Content-Length") or 0))
+                reply = endpoint.respond(self.command, self.path, body, dict(self.headers))
+                if reply is DROP:
+                    endpoint.down()
+                    self.close_connection = True
+                    return
+                status, data = reply
+                self.send_response(status)
+                self.send_header("Content-Type", "application/json")
+                self.send_header("Content-Length", str(len(data)))
+                self.end_headers()
+                self.wfile.write(data)
+
+            do_GET = do_POST = _serve
+
+            def log_message(self, *args):
+                pass
+
+        self.server = http.server.ThreadingHTTPServer(("127.0.0.1", self.port), Handler)
+        self.port = self.server.server_port
+        threading.Thread(target=self.server.serve_forever, args=(0.05,), daemon=True).start()
+
+    def down(self) -> None:
+        self.server.shutdown()
+        self.server.server_close()
+
+    @property
+    def url(self) -> str:
+        return f"http://127.0.0.1:{self.port}/v1"
+
+
+def _json(status: int, data) -> tuple[int, bytes]:
+    return status, json.dumps(data).encode()
+
+
+# ------------------------------------------------------------------------------------------
+# A scripted OpenAI-compatible server (the shapes llama_cpp.server returns)
+# ------------------------------------------------------------------------------------------
+
+VOCAB = {"": [], " Paris": [11], " London": [12], " [": [13]}
+REPLY = [(" Paris", 0.9), (" is", 0.5), (" nice", 0.3), (".", 0.95), ("\n\n", 0.8), ("Question", 0.7)]
+
+
+@dataclasses.dataclass
+class Scripted:
+    """Replies REPLY (" Paris is nice.\\n\\nQuestion"); a -100 bias on token 11 makes it " London".
+    Switches turn off what a server may lack; ``fault`` breaks every generation response."""
+
+    logprobs: bool = True
+    completions: bool = True
+    tokenize: bool = True
+    fault: str | None = None  # malformed, empty, no_logprobs, no_usage, 503, 400
+    requests: list = dataclasses.field(default_factory=list)
+    auth: set = dataclasses.field(default_factory=set)
+
+    def __call__(self, method, path, body, headers):
+        self.auth.add(headers.get("Authorization"))
+        req = json.loads(body) if body else {}
+        self.requests.append((path, req))
+        if path == "/extras/tokenize" and self.tokenize:
+            return _json(200, {"tokens": [1] + VOCAB.get(req["input"], [99])})  # 1: a BOS
+        chat = path == "/v1/chat/completions"
+        if not (chat or (path == "/v1/completions" and self.completions)):
+            return _json(404, {"detail": "Not Found"})
+        if req.get("max_tokens", 0) > 1 and self.fault in ("503", "400"):
+            return _json(int(self.fault), {"error": {"message": f"failed; you sent {headers.get('Authorization')}"}})
+        if req.get("max_tokens", 0) > 2 and self.fault == "malformed":
+            return 200, b'{"id": "cmpl-1", "choices": [{"text": " Par'
+        reply = list(REPLY)
+        if req.get("logit_bias", {}).get("11", 0) < 0:
+            reply[0] = (" London", 0.6)
+        # Generate token by token until a stop sequence shows up (that token is returned too).
+        text, finish, generated = "", "length", []
+        for tok, p in reply[: req.get("max_tokens", 16)]:
+            generated.append((tok, p))
+            text += tok
+            hit = [text.index(s) for s in req.get("stop") or [] if s in text]
+            if hit:
+                text, finish = text[: min(hit)], "stop"
+                break
+        reply = generated
+        if req.get("echo"):
+            text = req["prompt"] + text
+        want = req.get("logprobs") and self.logprobs and self.fault != "no_logprobs"
+        top = [{t: math.log(p), "x": math.log((1 - p) / 2)} for t, p in reply]
+        if chat:
+            choice = {"message": {"role": "assistant", "content": text}, "finish_reason": finish}
+            if want:
+                choice["logprobs"] = {
+                    "content": [
+                        {"token": t, "logprob": math.log(p), "top_logprobs": [{"token": t, "logprob": math.log(p)}] * 2}
+                        for t, p in reply
+                    ]
+                }
+        else:
+            choice = {"text": text, "finish_reason": finish, "logprobs": None}
+            if want:
+                choice["logprobs"] = {
+                    "tokens": [t for t, _ in reply],
+                    "token_logprobs": [math.log(p) for _, p in reply],
+                    "top_logprobs": top,
+                }
+        data = {"choices": [choice], "usage": {"prompt_tokens": 7, "completion_tokens": len(reply)}}
+        if "cached" in req.get("prompt", ""):
+            data["usage"]["prompt_tokens_details"] = {"cached_tokens": 5}
+        if req.get("max_tokens", 0) > 2 and self.fault == "empty":
+            data["choices"] = []
+        if req.get("max_tokens", 0) > 2 and self.fault == "no_usage":
+            del data["usage"]
+        return _json(200, data)
+
+
+@pytest.fixture
+def scripted():
+    server = Scripted()
+    endpoint = Endpoint(server)
+    server.endpoint = endpoint
+    yield server
+    endpoint.down()
+
+
+def _lm(server, **kw) -> OpenAILM:
+    return OpenAILM(
+        "scripted", base_url=server.endpoint.url, api_key=SECRET, max_retries=kw.pop("max_retries", 0), **kw
+    )
+
+
+PROMPT = Prompt("Static. ", "Question: where?\nAnswer:")
+
+
+def test_the_probe_finds_what_a_llama_cpp_server_offers(scripted):
+    lm = _lm(scripted)
+    caps = lm.capabilities
+    assert (caps.api, caps.logprobs, caps.top_logprobs, caps.echo, caps.logit_bias) == (
+        "completions",
+        True,
+        True,
+        True,
+        True,
+    )
+    assert caps.tokenize == "/extras/tokenize" and caps.repeat_penalty_off
+    assert lm.supports_logprobs and lm.supports_logit_bias and OpenAILM.thread_safe
+    info = lm.describe()
+    assert info["base_url"] == scripted.endpoint.url + "/" and info["model"] == "scripted"
+    assert info["capabilities"]["logprobs"] is True
+    assert lm.capabilities_line() == (
+        f"openai:scripted at {scripted.endpoint.url}/: /completions; logprobs yes, top_logprobs yes, "
+        "logit_bias yes, echo yes"
+    )
+    assert SECRET not in json.dumps(info) + lm.capabilities_line()
+    assert scripted.auth == {f"Bearer {SECRET}"}  # the key goes to the endpoint, and nowhere else
+    # Greedy with no repetition penalty (llama_cpp.server's default is 1.1).
+    assert all(r["temperature"] == 0 and r["repeat_penalty"] == 1.0 for p, r in scripted.requests if "max_tokens" in r)
+
+
+def test_a_completion_carries_tokens_logprobs_usage_and_is_cut_at_the_stop(scripted):
+    lm = _lm(scripted)
+    call = lm.generate(PROMPT, 16, stop=("\n\n", "\nQuestion:"), logprobs=True, purpose="draft")
+    assert call.text == " Paris is nice." and call.finish_reason == "stop"
+    # The server returns the token that held the stop too; it contributes no text and is dropped.
+    assert call.tokens == [" Paris", " is", " nice", "."]
+    assert [round(math.exp(lp), 6) for lp in call.logprobs] == [0.9, 0.5, 0.3, 0.95]
+    assert (call.prompt_tokens, call.evaluated_tokens, call.completion_tokens) == (7, 7, 5)
+    assert call.purpose == "draft" and call.seconds > 0
+    sent = scripted.requests[-1][1]
+    assert sent["prompt"] == PROMPT.text and sent["stop"] == ["\n\n", "\nQuestion:"] and sent["logprobs"] == 1
+    # A caller that keeps the first sentence gets the token split (it counts its budget with it),
+    # without logprobs unless asked; other calls get the text in completion_tokens equal pieces.
+    sentence = lm.generate(PROMPT, 16, stop=("\n\n",), stop_at_sentence=True)
+    assert sentence.tokens == call.tokens and sentence.logprobs is None and scripted.requests[-1][1]["logprobs"] == 1
+    plain = lm.generate(PROMPT, 16, stop=("\n\n",))
+    assert "logprobs" not in scripted.requests[-1][1] and plain.logprobs is None
+    assert "".join(plain.tokens) == plain.text and len(plain.tokens) == plain.completion_tokens == 5
+    # A server-side prompt cache: evaluated = prompt tokens - cached tokens.
+    cached = lm.generate(Prompt("cached ", "x"), 3)
+    assert (cached.prompt_tokens, cached.evaluated_tokens) == (7, 2) and cached.finish_reason == "length"
+    # Stops past the API's four are cut here.
+    many = lm.generate(PROMPT, 16, stop=("W", "X", "Y", "Z", " nice"), logprobs=True)
+    assert (
+        many.text == " Paris is"
+        and many.tokens == [" Paris", " is"]
+        and scripted.requests[-1][1]["stop"] == list("WXYZ")
+    )
+
+
+def test_logit_bias_goes_by_the_servers_token_ids(scripted):
+    lm = _lm(scripted)
+    call = lm.generate(PROMPT, 1, logit_bias={" Paris": -100.0})
+    assert call.text == " London"
+    assert scripted.requests[-1][1]["logit_bias"] == {"11": -100.0}  # the BOS of /extras/tokenize stripped
+
+
+def test_without_a_tokenize_endpoint_there_is_no_logit_bias(scripted):
+    scripted.tokenize = False
+    lm = _lm(scripted)
+    assert not lm.supports_logit_bias and lm.capabilities.tokenize is None
+    assert not lm.capabilities.repeat_penalty_off  # not a llama.cpp server: no llama.cpp parameters
+    lm.generate(PROMPT, 1, logit_bias={" Paris": -100.0})
+    assert "logit_bias" not in scripted.requests[-1][1] and "repeat_penalty" not in scripted.requests[-1][1]
+
+
+def test_chat_completions_with_logprobs_when_completions_are_not_served(scripted):
+    scripted.completions = False
+    lm = _lm(scripted)
+    assert lm.capabilities.api == "chat" and lm.supports_logprobs and not lm.capabilities.echo
+    call = lm.generate(PROMPT, 16, stop=("\n\n",), logprobs=True)
+    assert call.text == " Paris is nice." and call.tokens == [" Paris", " is", " nice", "."]
+    sent = scripted.requests[-1][1]
+    assert sent["messages"] == [{"role": "user", "content": PROMPT.text}] and sent["logprobs"] is True
+
+
+def test_without_logprobs_flare_direct_is_refused_naming_the_alternatives(scripted):
+    scripted.logprobs = False
+    lm = _lm(scripted)
+    assert not lm.supports_logprobs and lm.capabilities.api == "completions"
+    call = lm.generate(PROMPT, 16, stop=("\n\n",))
+    # No per-token data: the text in completion_tokens pieces of equal length.
+    assert "".join(call.tokens) == call.text and len(call.tokens) == call.completion_tokens == 5
+    with pytest.raises(StrategyRefused, match="use flare_instruct or fixed_interval"):
+        check_compatible("flare_direct", parse_spec("flare_direct"), lm)
+    check_compatible("flare_instruct", parse_spec("flare_instruct"), lm)
+
+
+@pytest.mark.parametrize(
+    ("fault", "message"),
+    [
+        ("malformed", "the LM server returned malformed JSON for /completions"),
+        ("empty", "empty completion: the LM server returned no choice with text"),
+        ("no_logprobs", "the LM server returned no logprobs although they were asked for"),
+        ("no_usage", "holds no usage counts"),
+        ("400", "answered HTTP 400 to /completions"),
+    ],
+)
+def test_a_bad_response_is_an_lm_error_of_that_call(scripted, fault, message):
+    lm = _lm(scripted)
+    scripted.fault = fault
+    with pytest.raises(LMError, match=message) as e:
+        lm.generate(PROMPT, 16, logprobs=True)
+    assert not isinstance(e.value, LMUnavailable)
+    assert SECRET not in str(e.value)  # the 400 body echoes the key: redacted
+
+
+def test_a_server_that_stays_unavailable_raises_lm_unavailable(scripted):
+    lm = _lm(scripted, max_retries=1)
+    scripted.fault = "503"
+    start = time.perf_counter()
+    with pytest.raises(LMUnavailable, match=r"answered HTTP 503 to /completions.*2 attempts") as e:
+        lm.generate(PROMPT, 16)
+    assert SECRET not in str(e.value)
+    assert time.perf_counter() - start >= 0.3  # the client backed off before its retry
+    scripted.endpoint.down()
+    with pytest.raises(LMUnavailable, match=r"is unreachable \(ConnectError: .*refused.*2 attempts\)"):
+        lm.generate(PROMPT, 16)
+    scripted.endpoint.up()  # for the fixture's teardown
+
+
+def test_an_unreachable_server_at_start_is_lm_unavailable():
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    with pytest.raises(LMUnavailable, match=f"127.0.0.1:{port}/v1/ is unreachable"):
+        OpenAILM("m", base_url=f"http://127.0.0.1:{port}/v1", max_retries=0)
+
+
+def test_make_lm_reads_the_key_from_the_named_variable(scripted, monkeypatch):
+    monkeypatch.setenv(KEY_ENV, "sk-other-key")
+    lm = make_lm("openai:scripted", base_url=scripted.endpoint.url, api_key_env=KEY_ENV, max_retries=0)
+    assert lm.name == "openai:scripted" and scripted.auth == {"Bearer sk-other-key"}
+    monkeypatch.delenv(KEY_ENV)
+    with pytest.raises(LMError, match=f"--lm-api-key-env {KEY_ENV}: the environment variable {KEY_ENV} is not set"):
+        make_lm("openai:scripted", base_url=scripted.endpoint.url, api_key_env=KEY_ENV)
+    with pytest.raises(LMError, match="--lm-base-url only apply to --lm openai:MODEL, not llamacpp:smollm2"):
+        make_lm("llamacpp:smollm2", base_url=scripted.endpoint.url)
+
+
+def test_a_base_url_with_credentials_is_recorded_without_them(scripted):
+    lm = OpenAILM("m", base_url=f"http://user:pw@127.0.0.1:{scripted.endpoint.port}/v1", max_retries=0)
+    assert lm.describe()["base_url"] == f"http://127.0.0.1:{scripted.endpoint.port}/v1/"
+
+
+def test_concurrency_needs_a_thread_safe_backend():
+    # Refused before any model is loaded.
+    with pytest.raises(ConfigError, match="--concurrency 2 needs a backend that serves calls in parallel; llamacpp"):
+        BenchSession(strategy=["no_retrieval"], limit=1, concurrency=2, progress=False)
+    with pytest.raises(ConfigError, match="--concurrency must be >= 1"):
+        BenchSession(strategy=["no_retrieval"], limit=1, concurrency=0, progress=False)
+    with pytest.raises(ConfigError, match="--lm-base-url only apply to --lm openai:MODEL"):
+        BenchSession(strategy=["no_retrieval"], limit=1, lm_base_url="http://x/v1", progress=False)
+    with pytest.raises(ConfigError, match="unknown LM spec 'foo:bar'"):
+        BenchSession(strategy=["no_retrieval"], limit=1, lm="foo:bar", progress=False)
+
+
+# ------------------------------------------------------------------------------------------
+# The runner: an unreachable LM stops the run; concurrent probes
+# ------------------------------------------------------------------------------------------
+
+
+@register("_test_lm_echo")
+@dataclasses.dataclass
+class LMEcho(Strategy):
+    """Answers with one LM call; the LM sees the question."""
+
+    def run(self, question, lm, retriever):
+        call = lm.generate(Prompt("static ", question), 8)
+        return finish(question, [Step(call.text, [call])])
+
+
+class DyingLM(ScriptedLM):
+    """A thread-safe scripted LM that sleeps a little per call and is unreachable for questions
+    holding 'down'."""
+
+    thread_safe = True
+
+    def _complete(self, request):
+        time.sleep(0.05 * (len(request.prompt.dynamic) % 3))  # probes finish out of order
+        if "down" in request.prompt.dynamic:
+            raise LMUnavailable("the LM server at http://x/v1/ is unreachable")
+        return super()._complete(request)
+
+
+@dataclasses.dataclass
+class P:
+    id: str
+    question: str
+
+
+@pytest.mark.parametrize("concurrency", [1, 3])
+def test_an_unreachable_lm_stops_the_run_and_keeps_the_finished_probes(tmp_path, concurrency):
+    log = TraceLog(tmp_path / "traces.jsonl")
+    probes = [P("p1", "one"), P("p2", "down now"), P("p3", "three"), P("p4", "four"), P("p5", "five")]
+    lm = DyingLM([" So the answer is x."])
+    got = []
+    with pytest.raises(LMUnavailable, match="unreachable"):
+        for trace in run_strategy("_test_lm_echo", LMEcho(), probes, lm, None, log, concurrency=concurrency):
+            got.append(trace.probe_id)
+    kept = [t.probe_id for t in log.read()]
+    assert kept == got and "p1" in kept and "p2" not in kept
+    assert all(t.error is None for t in log.read())  # no error trace for the unreachable server
+    if concurrency == 1:
+        assert kept == ["p1"]
+    # The server is back: the same run resumes and finishes the rest.
+    lm = DyingLM([" So the answer is x."])
+    probes[1] = P("p2", "two")
+    list(run_strategy("_test_lm_echo", LMEcho(), probes, lm, None, TraceLog(log.path), concurrency=concurrency))
+    assert sorted(t.probe_id for t in log.read()) == ["p1", "p2", "p3", "p4", "p5"]
+
+
+def test_concurrent_probes_give_the_sequential_answers_as_they_finish(tmp_path):
+    probes = [P(f"p{i}", "q" * i) for i in range(1, 8)]
+    answers = {}
+    for n in (1, 4):
+        log = TraceLog(tmp_path / f"c{n}.jsonl")
+        lm = DyingLM([" So the answer is x."])
+        seen = []
+        traces = list(run_strategy("_test_lm_echo", LMEcho(), probes, lm, None, log, seen.append, concurrency=n))
+        assert [t.probe_id for t in traces] == [t.probe_id for t in log.read()] == [t.probe_id for t in seen]
+        assert all(t.seconds > 0 for t in traces)
+        answers[n] = {t.probe_id: t.answer for t in traces}
+        if n == 4:
+            assert [t.probe_id for t in traces] != [p.id for p in probes]  # written as they finished
+    assert answers[1] == answers[4] and len(answers[1]) == 7
+    with pytest.raises(ValueError, match="cannot serve calls from several threads"):
+        list(run_strategy("_test_lm_echo", LMEcho(), probes, ScriptedLM(["x"]), None, log, concurrency=2))
+
+
+# ------------------------------------------------------------------------------------------
+# flarebench run against the scripted endpoint (no model): refusal, secrets, faults
+# ------------------------------------------------------------------------------------------
+
+
+@dataclasses.dataclass
+class Proxy:
+    """Forwards to the real server; a request whose prompt holds a key of ``faults`` gets that
+    fault (malformed: a torn JSON body; empty: no choices; no_logprobs: logprobs stripped), one
+    holding ``down_on`` closes the proxy's port (the server is gone). Counts requests in flight."""
+
+    upstream: str
+    faults: dict = dataclasses.field(default_factory=dict)
+    down_on: str | None = None
+    auth: set = dataclasses.field(default_factory=set)
+    in_flight: int = 0
+    max_in_flight: int = 0
+
+    def __post_init__(self):
+        self.lock = threading.Lock()
+        self.endpoint = Endpoint(self)
+
+    def __call__(self, method, path, body, headers):
+        self.auth.add(headers.get("Authorization"))
+        prompt = str(json.loads(body).get("prompt") or "") if body else ""
+        if self.down_on and self.down_on in prompt:
+            return DROP
+        fault = next((f for text, f in self.faults.items() if text in prompt), None)
+        if fault == "malformed":
+            return 200, b'{"id": "cmpl-1", "choices": [{"text": " Par'
+        with self.lock:
+            self.in_flight += 1
+            self.max_in_flight = max(self.max_in_flight, self.in_flight)
+        request = urllib.request.Request(
+            self.upstream.removesuffix("/v1") + path,
+            data=body or None,
+            method=method,
+            headers={"Content-Type": "application/json", "Authorization": headers.get("Authorization", "")},
+        )
+        try:
+            with urllib.request.urlopen(request, timeout=600) as r:
+                status, data = r.status, r.read()
+        except urllib.error.HTTPError as e:
+            status, data = e.code, e.read()
+        finally:
+            with self.lock:
+                self.in_flight -= 1
+        if fault in ("empty", "no_logprobs") and status == 200:
+            reply = json.loads(data)
+            if fault == "empty":
+                reply["choices"] = []
+            for choice in reply["choices"]:
+                choice["logprobs"] = None
+            data = json.dumps(reply).encode()
+        return status, data
+
+
+# ------------------------------------------------------------------------------------------
+
+
+def flarebench(*args: str, env: dict | None = None) -> subprocess.CompletedProcess:
+    return subprocess.run(
+        [sys.executable, "-m", "bench", "run", *args],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=900,
+        env={**os.environ, **(env or {})},
+    )
+
+
+def _traces(run_dir: Path) -> list[dict]:
+    return [json.loads(line) for line in (run_dir / "traces.jsonl").read_text().splitlines()]
+
+
+def _answers(run_dir: Path) -> dict[tuple[str, str], str | None]:
+    return {(t["strategy"], t["probe_id"]): t["answer"] for t in _traces(run_dir)}
+
+
+def _server_args(url: str, *more: str) -> list[str]:
+    return ["--lm", "openai:smollm2", "--lm-base-url", url, "--lm-api-key-env", KEY_ENV, *more]
+
+
+def _files_holding(run_dir: Path, secret: str) -> list[str]:
+    return [str(p) for p in run_dir.rglob("*") if p.is_file() and secret.encode() in p.read_bytes()]
+
+
+def test_flare_direct_is_refused_on_an_endpoint_without_logprobs(scripted, tmp_path):
+    scripted.logprobs = False
+    r = flarebench(
+        "--lm", "openai:scripted", "--lm-base-url", scripted.endpoint.url, "--strategy", "flare_direct",
+        "--limit", "1", "--report-dir", str(tmp_path / "run"),
+    )  # fmt: skip
+    assert r.returncode == 1, r.stderr
+    assert (
+        "flarebench: flare_direct needs per-token logprobs, which openai:scripted does not return; "
+        "use flare_instruct or fixed_interval with this backend" in r.stderr
+    )
+
+
+def test_the_key_is_sent_but_never_written(scripted, tmp_path):
+    run_dir = tmp_path / "run"
+    r = flarebench(
+        "--lm", "openai:scripted", "--lm-base-url", scripted.endpoint.url, "--lm-api-key-env", KEY_ENV,
+        "--strategy", "no_retrieval", "--limit", "2", "--report-dir", str(run_dir),
+        env={KEY_ENV: SECRET, "OPENAI_API_KEY": SECRET},
+    )  # fmt: skip
+    assert r.returncode == 0, r.stderr
+    assert scripted.auth == {f"Bearer {SECRET}"}
+    assert len((run_dir / "traces.jsonl").read_text().splitlines()) == 2
+    info = json.loads((run_dir / "run.json").read_text())
+    assert info["config"]["lm"]["base_url"] == scripted.endpoint.url + "/"
+    assert KEY_ENV in info["command"] and SECRET not in info["command"]
+    assert _files_holding(run_dir, SECRET) == [] and SECRET not in r.stdout + r.stderr
+    assert len(list(run_dir.iterdir())) >= 4
+
+
+def test_an_endpoint_down_at_start_is_one_line_and_exit_3(tmp_path):
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    r = flarebench(
+        "--lm", "openai:m", "--lm-base-url", f"http://127.0.0.1:{port}/v1", "--lm-retries", "0",
+        "--strategy", "no_retrieval", "--limit", "1", "--report-dir", str(tmp_path / "run"),
+    )  # fmt: skip
+    assert r.returncode == 3
+    assert r.stderr.strip().splitlines() == [
+        f"flarebench: the LM server at http://127.0.0.1:{port}/v1/ is unreachable (ConnectError: [Errno 111] "
+        "Connection refused; 1 attempt); finished probes are kept; run the same command to resume"
+    ]
+
+
+# ------------------------------------------------------------------------------------------
+# Against a real server: python -m llama_cpp.server with the bundled model
+# ------------------------------------------------------------------------------------------
+
+#: Probes of the reference runs (single_time and flare_direct on the first LIMIT probes).
+LIMIT = "3"
+#: (strategy, probe) answers that may differ between the server and the in-process backend. The
+#: cause is one token of context: in-process the static prompt prefix is tokenized on its own (its
+#: KV is reused), a server tokenizes the whole prompt, and at the junction they differ ("\n\n" +
+#: "Documents" in-process, "\n", "\n", "Documents" on the server: 979 vs 980 prompt tokens on
+#: probe 1), and SmolLM2-135M's greedy answers are that sensitive. Measured: 3 of 6 differ. With
+#: the in-process backend tokenizing the whole prompt as the server does, 0 of 6 differ (all six
+#: outputs identical), so what remains beyond the junction is batch-split rounding.
+MAX_FLIPPED = 3
+
+
+@pytest.fixture(scope="session")
+def llama_server(tmp_path_factory):
+    """The base URL of ``python -m llama_cpp.server`` serving the bundled SmolLM2 with its full
+    context, started for this test session and stopped at its end."""
+    with servers.llama_server(tmp_path_factory.mktemp("llama-server") / "server.log") as url:
+        yield url
+
+
+@pytest.fixture(scope="module")
+def reference(llama_server, tmp_path_factory):
+    """single_time and flare_direct on the first LIMIT probes, through the server and in-process:
+    {"server"|"inprocess": (run folder, wall seconds)}."""
+    base = tmp_path_factory.mktemp("reference")
+    runs = {}
+    for name, lm_args in (("server", _server_args(llama_server)), ("inprocess", ["--lm", "llamacpp:smollm2"])):
+        start = time.perf_counter()
+        r = flarebench(
+            *lm_args, "--strategy", "single_time", "--strategy", "flare_direct", "--limit", LIMIT,
+            "--report-dir", str(base / name), env={KEY_ENV: SECRET},
+        )  # fmt: skip
+        assert r.returncode == 0, r.stdout + r.stderr
+        runs[name] = (base / name, time.perf_counter() - start)
+    return runs
+
+
+@pytest.mark.model
+def test_the_probe_of_a_llama_cpp_server(llama_server):
+    lm = OpenAILM("smollm2", base_url=llama_server)
+    caps = lm.capabilities
+    assert (caps.api, caps.logprobs, caps.top_logprobs, caps.logit_bias, caps.echo) == (
+        "completions", True, True, True, True
+    )  # fmt: skip
+    assert caps.tokenize == "/extras/tokenize" and caps.repeat_penalty_off
+    assert lm.capabilities_line().endswith("/completions; logprobs yes, top_logprobs yes, logit_bias yes, echo yes")
+
+
+@pytest.mark.model
+def test_a_served_completion_has_sane_tokens_and_logprobs(llama_server, phantom, retriever, lm):
+    from strategies.prompts import OPEN_BOOK, STOP
+
+    server = OpenAILM("smollm2", base_url=llama_server)
+    probe = phantom.probes[0]
+    prompt = OPEN_BOOK.build(probe.question, retriever.search(probe.question, 3)[0])
+    call = server.generate(prompt, 48, stop=STOP, logprobs=True)
+    assert call.text and "".join(call.tokens) == call.text
+    assert call.logprobs and len(call.logprobs) == len(call.tokens) <= call.completion_tokens <= 48
+    assert all(0 < math.exp(lp) <= 1 for lp in call.logprobs)
+    assert call.prompt_tokens > 100 and call.evaluated_tokens == call.prompt_tokens  # no cached-token count
+    # The same greedy tokens as in-process, with close logprobs. Not equal: in-process the static
+    # prefix is tokenized on its own (its KV is reused), the server tokenizes the whole prompt, and
+    # at the junction they differ (in-process "\n\n" + "Documents", on the server "\n", "\n",
+    # "Documents"): one token of context apart. Measured on this prompt: max difference 0.14.
+    local = lm.generate(prompt, 48, stop=STOP, logprobs=True)
+    assert call.prompt_tokens == local.prompt_tokens + 1
+    assert call.tokens[:16] == local.tokens[:16]
+    assert max(abs(a - b) for a, b in zip(call.logprobs[:16], local.logprobs[:16])) < 0.25
+    # A -100 bias on the first token makes the server choose another one.
+    biased = server.generate(prompt, 1, logit_bias={call.tokens[0]: -100.0})
+    assert biased.text != call.tokens[0]
+
+
+@pytest.mark.model
+def test_served_answers_match_in_process_ones(reference):
+    (server_dir, server_s), (local_dir, local_s) = reference["server"], reference["inprocess"]
+    server, local = _answers(server_dir), _answers(local_dir)
+    assert server.keys() == local.keys() and len(server) == 2 * int(LIMIT)
+    flipped = sorted(k for k in server if server[k] != local[k])
+    outputs = {(t["strategy"], t["probe_id"]): t["output"] for t in _traces(local_dir)}
+    same_output = sum(t["output"] == outputs[(t["strategy"], t["probe_id"])] for t in _traces(server_dir))
+    print(
+        f"server vs in-process: {len(flipped)} of {len(server)} answers differ {flipped}; "
+        f"{same_output} identical outputs; wall {server_s:.1f} s vs {local_s:.1f} s"
+    )
+    assert len(flipped) <= MAX_FLIPPED
+    assert all(t["error"] is None for t in _traces(server_dir))
+    info = json.loads((server_dir / "run.json").read_text())
+    assert info["config"]["lm"]["capabilities"]["logprobs"] is True
+    assert _files_holding(server_dir, SECRET) == []  # sent with every request, written nowhere
+
+
+def _check_faults(proxy: Proxy, args: list[str], run_dir: Path) -> None:
+    """flare_direct (it asks for logprobs) on four probes; the first three probes' responses are
+    broken (malformed, empty, no logprobs), the fourth's are not: three per-probe errors in
+    traces.jsonl and the summary, and the run went through."""
+    r = flarebench(*args, "--limit", "4", "--report-dir", str(run_dir), env={KEY_ENV: SECRET})
+    proxy.endpoint.down()
+    assert r.returncode == 1, r.stdout + r.stderr  # a strategy with probe errors fails; the run went on
+    traces = _traces(run_dir)
+    errors = [t["error"] for t in traces]
+    assert len(errors) == 4
+    assert errors[0].startswith("LMError: the LM server returned malformed JSON for /completions")
+    assert errors[1].startswith("LMError: empty completion: the LM server returned no choice with text")
+    assert errors[2].startswith("LMError: the LM server returned no logprobs although they were asked for")
+    assert errors[3] is None and traces[3]["output"]
+    with open(run_dir / "summary.csv") as f:
+        header, row = f.readline().strip().split(","), f.readline().strip().split(",")
+    assert row[header.index("errors")] == "3" and row[header.index("n")] == "4"
+    assert proxy.auth == {f"Bearer {SECRET}"} and _files_holding(run_dir, SECRET) == []
+
+
+def _check_gone_and_resumed(proxy: Proxy, args: list[str], run_dir: Path, probe_ids: list[str]) -> dict:
+    """The proxy's port closes when the second probe's request arrives: the run stops with one line
+    and exit status 3, keeping the first probe; with the port open again the same command resumes
+    and finishes. Returns the answers."""
+    args = [*args, "--lm-retries", "1", "--limit", str(len(probe_ids)), "--report-dir", str(run_dir)]
+    r = flarebench(*args, env={KEY_ENV: SECRET})
+    assert r.returncode == 3, r.stdout + r.stderr
+    last = r.stderr.strip().splitlines()[-1]
+    assert last.startswith(f"flarebench: the LM server at {proxy.endpoint.url}/ is unreachable (")
+    assert last.endswith("2 attempts); finished probes are kept; run the same command to resume")
+    assert "Traceback" not in r.stderr
+    assert [t["probe_id"] for t in _traces(run_dir)] == probe_ids[:1]
+    assert json.loads((run_dir / "run.json").read_text())["status"] == "interrupted"
+    assert "flarebench: openai:" in r.stderr and "logprobs yes" in r.stderr  # the capability probe said so
+    proxy.down_on = None
+    proxy.endpoint.up()  # the server is back, at the same address
+    r = flarebench(*args, env={KEY_ENV: SECRET})
+    proxy.endpoint.down()
+    assert r.returncode == 0, r.stdout + r.stderr
+    assert [t["probe_id"] for t in _traces(run_dir)] == probe_ids
+    assert _files_holding(run_dir, SECRET) == []
+    return _answers(run_dir)
+
+
+def test_bad_responses_mid_run_are_per_probe_errors(scripted, phantom, tmp_path):
+    q = [p.question for p in phantom.probes]
+    proxy = Proxy(scripted.endpoint.url, faults={q[0]: "malformed", q[1]: "empty", q[2]: "no_logprobs"})
+    _check_faults(proxy, _server_args(proxy.endpoint.url, "--strategy", "flare_direct"), tmp_path / "run")
+
+
+def test_a_server_gone_mid_run_stops_it_and_the_same_command_resumes(scripted, phantom, tmp_path):
+    proxy = Proxy(scripted.endpoint.url, down_on=phantom.probes[1].question)
+    ids = [p.id for p in phantom.probes[:3]]
+    answers = _check_gone_and_resumed(
+        proxy, _server_args(proxy.endpoint.url, "--strategy", "no_retrieval"), tmp_path / "run", ids
+    )
+    assert len(answers) == 3
+
+
+@pytest.mark.model
+def test_bad_responses_from_a_real_server_mid_run_are_per_probe_errors(llama_server, phantom, tmp_path):
+    q = [p.question for p in phantom.probes]
+    proxy = Proxy(llama_server, faults={q[0]: "malformed", q[1]: "empty", q[2]: "no_logprobs"})
+    _check_faults(proxy, _server_args(proxy.endpoint.url, "--strategy", "flare_direct"), tmp_path / "run")
+
+
+@pytest.mark.model
+def test_a_real_server_gone_mid_run_resumes_to_the_uninterrupted_answers(llama_server, reference, phantom, tmp_path):
+    proxy = Proxy(llama_server, down_on=phantom.probes[1].question)
+    ids = [p.id for p in phantom.probes[: int(LIMIT)]]
+    args = _server_args(proxy.endpoint.url, "--strategy", "single_time")
+    answers = _check_gone_and_resumed(proxy, args, tmp_path / "run", ids)
+    uninterrupted = {k: v for k, v in _answers(reference["server"][0]).items() if k[0] == "single_time"}
+    assert answers == uninterrupted
+
+
+@pytest.mark.model
+def test_concurrent_probes_give_the_same_answers(llama_server, reference, tmp_path):
+    proxy = Proxy(llama_server)
+    run_dir = tmp_path / "run"
+    r = flarebench(*_server_args(proxy.endpoint.url, "--concurrency", "2", "--strategy", "single_time",
+                                 "--limit", LIMIT, "--report-dir", str(run_dir)), env={KEY_ENV: SECRET})  # fmt: skip
+    proxy.endpoint.down()
+    assert r.returncode == 0, r.stdout + r.stderr
+    assert proxy.max_in_flight == 2  # two probes were at the server at once
+    uninterrupted = {k: v for k, v in _answers(reference["server"][0]).items() if k[0] == "single_time"}
+    assert _answers(run_dir) == uninterrupted
+
+
+def test_pytest_bench_stops_with_one_line_when_the_server_goes(scripted, phantom, tmp_path):
+    proxy = Proxy(scripted.endpoint.url, down_on=phantom.probes[1].question)
+    run_dir = tmp_path / "run"
+    r = subprocess.run(
+        [sys.executable, "-m", "pytest", "bench", "-p", "no:cacheprovider", "--lm", "openai:scripted",
+         "--lm-base-url", proxy.endpoint.url, "--lm-retries", "0", "--strategy", "no_retrieval", "--limit", "3",
+         "--report-dir", str(run_dir)],
+        cwd=ROOT, capture_output=True, text=True, timeout=600,
+    )  # fmt: skip
+    assert r.returncode == 1, r.stdout + r.stderr
+    assert (
+        f"Exit: flarebench: the LM server at {proxy.endpoint.url}/ is unreachable (" in r.stdout
+        and "1 attempt); finished probes are kept; run the same command to resume" in r.stdout
+    )
+    assert "Traceback" not in r.stdout + r.stderr
+    assert [t["probe_id"] for t in _traces(run_dir)] == [phantom.probes[0].id]

@@ -1,0 +1,290 @@
+"""report.html, `compare`, `sweep` and `report RUN_DIR` with a scripted LM (control flow and page
+content), and the page in a real headless Chromium (loads without console errors, table and plots
+visible, corpus and model text shown as text, never run)."""
+
+from __future__ import annotations
+
+import base64
+import contextlib
+import io
+import json
+import re
+import shutil
+from pathlib import Path
+
+import pandas as pd
+import pytest
+
+import bench.session
+from bench import cli
+from bench.html import embed_json
+from bench.metrics import COLUMN_DOCS
+from bench.plots import pareto_front
+from strategies.registry import SpecError, with_param
+from tests.scripted import ProbeAwareLM, ScriptedLM
+
+PAYLOAD = "<script>alert(1)</script>"
+IMG = '<img src=x onerror="window.__pwned=1">'
+CLOSER = "</script><script>window.__pwned=2</script>"
+
+
+def _cli(*args) -> tuple[int, str, str]:
+    out, err = io.StringIO(), io.StringIO()
+    with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
+        code = cli.main(list(args))
+    return code, out.getvalue(), err.getvalue()
+
+
+def _hostile_set(root: Path) -> Path:
+    """A probe folder whose corpus, questions and gold answers hold markup and script."""
+    folder = root / "hostile"
+    folder.mkdir()
+    docs = [
+        {"id": "d1", "title": f"Evil {IMG}", "text": f"Ann wrote the book. {PAYLOAD} {CLOSER} & more."},
+        {"id": "d2", "title": "Plain", "text": "The book was written in Paris by Ann."},
+        {"id": "d3", "title": "Other", "text": "Bob lives in Rome."},
+    ]
+    probes = [
+        {"id": "q1", "question": f"Who wrote {PAYLOAD}?", "answers": ["Ann"], "gold_doc_ids": ["d1"]},
+        {"id": "q2", "question": "Where was the book written?", "answers": ["Paris"], "gold_doc_ids": ["d2"]},
+    ]
+    for name, records in (("corpus.jsonl", docs), ("probes.jsonl", probes)):
+        (folder / name).write_text("".join(json.dumps(r) + "\n" for r in records))
+    return folder
+
+
+@pytest.fixture(scope="module")
+def hostile_run(tmp_path_factory) -> Path:
+    """A `compare` run of single_time and flare_direct on the hostile set; the model's output holds
+    script too, and one draft token is below theta."""
+    root = tmp_path_factory.mktemp("hostile")
+    lm = ScriptedLM([([" Ann wrote ", CLOSER, " it.", " So the answer is Ann."], [0.95, 0.1, 0.9, 0.99])])
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setattr(bench.session, "make_lm", lambda *args, **kwargs: lm)
+        code, out, err = _cli(
+            "compare",
+            "--probes",
+            str(_hostile_set(root)),
+            "--strategy",
+            "single_time",
+            "--strategy",
+            "flare_direct",
+            "--report-dir",
+            str(root / "run"),
+        )
+    assert code == 0, out + err
+    return root / "run"
+
+
+def _embedded(page: str) -> dict:
+    m = re.search(r'<script id="trace-data" type="application/json">(.*?)</script>', page, re.S)
+    assert m, "no embedded trace data"
+    return json.loads(m.group(1))
+
+
+def test_pareto_front_keeps_only_undominated_points():
+    cost = [1.0, 2.0, 3.0, 2.5, 4.0, float("nan")]
+    quality = [0.1, 0.3, 0.2, 0.3, 0.5, 0.9]
+    # (3.0, 0.2) and (2.5, 0.3) are beaten by (2.0, 0.3); the NaN point never qualifies.
+    assert pareto_front(cost, quality) == [0, 1, 4]
+    assert pareto_front([1.0, 1.0], [0.2, 0.4]) == [1]  # same cost: only the better one
+    assert pareto_front([], []) == []
+
+
+def test_embedded_json_cannot_close_the_script_element():
+    data = {"t": PAYLOAD + CLOSER + "<!-- & \u2028"}
+    text = embed_json(data)
+    assert "<" not in text and ">" not in text and "&" not in text and "\u2028" not in text
+    assert json.loads(text) == data
+
+
+def test_report_escapes_every_piece_of_corpus_and_model_text(hostile_run):
+    page = (hostile_run / "report.html").read_text()
+    for raw in (PAYLOAD, IMG, CLOSER, "<img src=x", "alert(1)<"):
+        assert raw not in page, raw
+    assert page.count("<script") == 2  # the trace data and the viewer, nothing else
+    data = _embedded(page)
+    assert data["docs"]["d1"][0] == f"Evil {IMG}" and PAYLOAD in data["docs"]["d1"][1]
+    assert any(PAYLOAD in p["question"] for p in data["probes"])
+    assert any(CLOSER in t["output"] for t in data["traces"])
+
+
+def test_report_holds_table_plots_definitions_and_configuration(hostile_run):
+    page = (hostile_run / "report.html").read_text()
+    table = pd.read_html(io.StringIO(page), attrs={"id": "summary"})[0]
+    assert list(table["strategy"]) == ["single_time", "flare_direct"]
+    assert "f1 vs single_time" in table.columns  # the bootstrap delta against the reference
+    full = pd.read_html(io.StringIO(page), attrs={"id": "summary-full"})[0]
+    summary = pd.read_csv(hostile_run / "summary.csv")
+    assert list(full.columns) == list(summary.columns)
+    for fig in ("plot-cost", "plot-latency", "plot-latency-dist", "plot-gate"):
+        m = re.search(rf'<figure id="{fig}"[^>]*><img src="data:image/png;base64,([^"]+)"', page)
+        assert m, fig
+        assert base64.b64decode(m.group(1)).startswith(b"\x89PNG\r\n\x1a\n")
+    assert "plot-sweep" not in page  # not a sweep
+    for column in summary.columns:
+        assert f"<dt>{column}</dt>" in page and COLUMN_DOCS[column][:40].replace("'", "&#x27;") in page
+    assert "&quot;prompt_sha256&quot;" in page  # the configuration, escaped
+    run = json.loads((hostile_run / "run.json").read_text())
+    assert run["study"] == {"kind": "compare"}
+
+
+def test_report_command_rebuilds_the_same_page_from_traces(hostile_run, tmp_path):
+    copy = tmp_path / "run"
+    shutil.copytree(hostile_run, copy)
+    before = (copy / "report.html").read_text()
+    for name in ("report.html", "summary.csv", "summary.md"):
+        (copy / name).unlink()
+    code, out, err = _cli("report", str(copy))
+    assert code == 0, out + err
+    assert f"report: {copy / 'report.html'}" in out
+    assert (copy / "report.html").read_text() == before
+    assert (copy / "summary.csv").read_text() == (hostile_run / "summary.csv").read_text()
+
+
+def test_report_of_a_partial_run(hostile_run, tmp_path):
+    copy = tmp_path / "run"
+    shutil.copytree(hostile_run, copy)
+    first = (copy / "traces.jsonl").read_text().splitlines()[0]
+    (copy / "traces.jsonl").write_text(first + "\n")
+    code, out, err = _cli("report", str(copy))
+    assert code == 0, out + err
+    data = _embedded((copy / "report.html").read_text())
+    assert len(data["traces"]) == 1 and [p["id"] for p in data["probes"]] == ["q1"]
+
+
+def test_report_of_an_answer_that_is_missing_or_failed(hostile_run, tmp_path):
+    copy = tmp_path / "run"
+    shutil.copytree(hostile_run, copy)
+    traces = [json.loads(line) for line in (copy / "traces.jsonl").read_text().splitlines()]
+    traces[0].update(output="", answer=None, steps=[])
+    traces[1].update(output="", answer=None, steps=[], stop_reason="error", error="LMError: server said no")
+    (copy / "traces.jsonl").write_text("".join(json.dumps(t) + "\n" for t in traces))
+    code, out, err = _cli("report", str(copy))
+    assert code == 0, out + err
+    shown = _embedded((copy / "report.html").read_text())["traces"]
+    assert [t["answer"] for t in shown[:2]] == [None, None] and shown[1]["error"] == "LMError: server said no"
+
+
+def test_report_of_a_missing_run_is_one_line(tmp_path):
+    code, out, err = _cli("report", str(tmp_path))
+    assert code == 2 and err.count("\n") == 1 and "run.json: not found" in err
+
+
+@pytest.fixture
+def probe_aware(monkeypatch):
+    lm = ProbeAwareLM()
+    monkeypatch.setattr(bench.session, "make_lm", lambda *args, **kwargs: lm)
+    return lm
+
+
+def test_sweep_runs_one_spec_per_value_and_plots_against_it(tmp_path, probe_aware):
+    run_dir = tmp_path / "sweep"
+    code, out, err = _cli(
+        "sweep", "--strategy", "flare_direct", "--param", "theta=0,1", "--limit", "4", "--report-dir", str(run_dir)
+    )
+    assert code == 0, out + err
+    summary = pd.read_csv(run_dir / "summary.csv")
+    assert list(summary["strategy"]) == ["flare_direct:theta=0", "flare_direct:theta=1"]
+    assert list(summary["retrieval_rate"]) == [0.0, 1.0]  # the paper's Figure 5 end points
+    assert set(summary["delta_reference"]) == {"flare_direct:theta=0"}  # deltas against the first value
+    run = json.loads((run_dir / "run.json").read_text())
+    assert run["study"] == {"kind": "sweep", "param": "theta", "values": ["0", "1"], "strategies": ["flare_direct"]}
+    page = (run_dir / "report.html").read_text()
+    assert '<figure id="plot-sweep" class="wide">' in page
+    assert "flarebench sweep: phantomwiki, flare_direct over theta" in page
+    assert "[1/2] flare_direct:theta=0" in err and "[2/2] flare_direct:theta=1" in err  # progress names the spec
+    findings = re.search(r'<section id="findings">(.*?)</section>', page, re.S).group(1)
+    assert "flare_direct: the retrieval rate rises with theta (0.000 at theta=0 -&gt; 1.000 at theta=1)" in findings
+    assert "Pareto front of F1 against tokens per question" in findings
+
+
+@pytest.mark.parametrize(
+    ("args", "message"),
+    [
+        (["sweep", "--param", "theta=0,1"], "sweep needs --strategy SPEC"),
+        (["sweep", "--strategy", "flare_direct", "--param", "theta"], "--param: expected NAME=V1,V2,..."),
+        (["sweep", "--strategy", "flare_direct", "--param", "theta=0,0"], "a value is given twice"),
+        (["sweep", "--strategy", "flare_direct:theta=0.5", "--param", "theta=0,1"], "sets 'theta' already"),
+        (["sweep", "--strategy", "flare_direct", "--param", "tehta=0,1"], "has no parameter 'tehta'"),
+        (["sweep", "--strategy", "flare_direct", "--param", "theta=0,2"], "theta must be within [0, 1]"),
+        (["compare", "--strategy", "single_time"], "compare needs at least two strategies"),
+    ],
+)
+def test_study_usage_errors_are_one_line(args, message, probe_aware):
+    code, out, err = _cli(*args)
+    assert code == 2 and message in err and err.count("\n") == 1, err
+
+
+def test_with_param_adds_a_parameter_to_a_spec():
+    assert with_param("flare_direct", "theta", "0.2") == "flare_direct:theta=0.2"
+    assert with_param("flare_direct:beta=0.3", "theta", "1") == "flare_direct:beta=0.3,theta=1"
+    with pytest.raises(SpecError, match="sets 'theta' already"):
+        with_param("flare_direct:theta=0.1", "theta", "1")
+
+
+# ------------------------------------------------------------------------------------------
+# The page in a real browser: Debian's chromium, driven by selenium through chromium-driver.
+# ------------------------------------------------------------------------------------------
+
+CHROMIUM, CHROMEDRIVER = Path("/usr/bin/chromium"), Path("/usr/bin/chromedriver")
+# No network here: these keep Chromium from reaching out (DESIGN.md, offline traps).
+CHROMIUM_FLAGS = (
+    "--headless=new",
+    "--no-sandbox",
+    "--disable-gpu",
+    "--disable-background-networking",
+    "--disable-component-update",
+    "--no-first-run",
+    "--disable-sync",
+    "--window-size=1280,1600",
+)
+
+
+@pytest.fixture(scope="module")
+def browser():
+    assert CHROMIUM.exists() and CHROMEDRIVER.exists(), (
+        "the browser tests need Debian's chromium and chromium-driver (apt-get install chromium chromium-driver)"
+    )
+    from selenium import webdriver
+    from selenium.webdriver.chrome.service import Service
+
+    options = webdriver.ChromeOptions()
+    options.binary_location = str(CHROMIUM)
+    for flag in CHROMIUM_FLAGS:
+        options.add_argument(flag)
+    options.set_capability("goog:loggingPrefs", {"browser": "ALL"})
+    driver = webdriver.Chrome(service=Service(str(CHROMEDRIVER)), options=options)
+    yield driver
+    driver.quit()
+
+
+def test_report_in_a_real_browser(browser, hostile_run):
+    from selenium.common.exceptions import NoAlertPresentException
+    from selenium.webdriver.common.by import By
+    from selenium.webdriver.support.ui import Select
+
+    browser.get((hostile_run / "report.html").resolve().as_uri())
+    errors = [e for e in browser.get_log("browser") if e["level"] in ("SEVERE", "WARNING")]
+    assert errors == []
+    table = browser.find_element(By.ID, "summary")
+    assert table.is_displayed() and len(table.find_elements(By.CSS_SELECTOR, "tbody tr")) == 2
+    images = browser.find_elements(By.CSS_SELECTOR, "figure img")
+    assert len(images) == 4
+    for img in images:
+        assert img.is_displayed()
+        assert browser.execute_script("return arguments[0].complete && arguments[0].naturalWidth > 0;", img)
+    # The viewer shows the first probe: its hostile question, docs and output appear as text.
+    view = browser.find_element(By.ID, "trace-view")
+    text = view.get_attribute("textContent")
+    assert f"Who wrote {PAYLOAD}?" in text and CLOSER in text and f"Evil {IMG}" in text
+    assert view.find_elements(By.CSS_SELECTOR, "script, img") == []
+    Select(browser.find_element(By.ID, "strategy-select")).select_by_value("flare_direct")
+    low = view.find_elements(By.CSS_SELECTOR, ".low")
+    assert low and low[0].get_attribute("title") == "p = 0.1"  # the token below theta, highlighted
+    Select(browser.find_element(By.ID, "probe-select")).select_by_value("q2")
+    assert "Where was the book written?" in view.get_attribute("textContent")
+    assert browser.execute_script("return window.__pwned === undefined;")
+    with pytest.raises(NoAlertPresentException):
+        browser.switch_to.alert.text  # noqa: B018 - reading it is the check that no alert is open
+    assert [e for e in browser.get_log("browser") if e["level"] == "SEVERE"] == []
