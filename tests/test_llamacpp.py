@@ -63,7 +63,7 @@ def test_prompt_longer_than_context_is_a_clear_error(lm):
 
 def test_unknown_lm_spec_names_the_known_ones(tmp_path):
     with pytest.raises(LMError, match="llamacpp:smollm2"):
-        make_lm("openai:gpt")
+        make_lm("vllm:gpt")
     with pytest.raises(LMError, match="model file not found"):
         make_lm(f"llamacpp:{tmp_path / 'missing.gguf'}")
     assert make_lm.__doc__
