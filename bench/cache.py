@@ -72,7 +72,7 @@ class CachedLM(LM):
         self.name = inner.name
         self.supports_logprobs = inner.supports_logprobs
         self.supports_logit_bias = inner.supports_logit_bias
-        self.thread_safe = getattr(inner, "thread_safe", False)
+        self.thread_safe = inner.thread_safe
         self._identity = json.dumps(inner.describe(), sort_keys=True)
 
     def _complete(self, request: GenerationRequest) -> LMCall:

@@ -47,6 +47,11 @@ class TraceLog:
         with open(self.path, encoding="utf-8") as f:
             return [Trace.from_dict(json.loads(line)) for line in f if line.strip()]
 
+    def size(self) -> int:
+        """The file's size in bytes (0 before the first trace): it grows with every append, so it
+        tells whether anything was written since it was last read."""
+        return self.path.stat().st_size if self.path.exists() else 0
+
     def done(self) -> set[tuple[str, str]]:
         """(strategy spec, probe id) pairs already finished."""
         return {(t.strategy, t.probe_id) for t in self.read()}

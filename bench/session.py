@@ -146,6 +146,7 @@ class BenchSession:
         except JudgeError as e:
             raise ConfigError(str(e)) from None
         self._faithfulness: dict = {}  # (strategy, probe id) -> row, scored once per trace
+        self._scored_at: tuple[int, list[Trace], Any] | None = None  # see _scored()
         try:
             self.lm_backend = make_lm(self.lm, self.lm_base_url, self.lm_api_key_env, self.lm_timeout, self.lm_retries)
         except LMUnavailable:
@@ -297,8 +298,13 @@ class BenchSession:
         self.write_summary()
         return traces
 
-    def summary(self):
-        """The summary of every spec of this run, from the traces on disk."""
+    def _scored(self) -> tuple[list[Trace], Any]:
+        """This run's traces on disk (its specs, its selected probes) and their summary, computed
+        again only when traces.jsonl has grown: the entry points ask for the summary several times
+        between two appends (gate check, table, report.html, baseline)."""
+        size = self.log.size()
+        if self._scored_at is not None and self._scored_at[0] == size:
+            return self._scored_at[1], self._scored_at[2]
         wanted = {p.id for p in self.selected}
         traces = [t for t in self.log.read() if t.strategy in self.strategies and t.probe_id in wanted]
         probes = {p.id: p for p in self.selected}
@@ -307,7 +313,7 @@ class BenchSession:
         new = [t for t in traces if (t.strategy, t.probe_id) not in self._faithfulness]
         if new:
             self._faithfulness.update(faithfulness_rows(new, self.probe_set.docs_by_id, self.judge_backend))
-        return summary_frame(
+        summary = summary_frame(
             traces,
             probes,
             order=self.specs,
@@ -315,6 +321,12 @@ class BenchSession:
             reference=self.reference,
             faithfulness=self._faithfulness,
         )
+        self._scored_at = (size, traces, summary)
+        return traces, summary
+
+    def summary(self):
+        """The summary of every spec of this run, from the traces on disk."""
+        return self._scored()[1]
 
     def write_summary(self) -> None:
         complete = all(spec in self.results for spec in self.specs)
@@ -330,7 +342,8 @@ class BenchSession:
         from bench.html import write_report
 
         info = json.loads((self.run_dir / RUN_JSON).read_text(encoding="utf-8"))
-        self.report_path = write_report(self.run_dir, self.summary(), info, self.log.read(), self.probe_set)
+        traces, summary = self._scored()
+        self.report_path = write_report(self.run_dir, summary, info, traces, self.probe_set)
         return self.report_path
 
     def table(self) -> str:
