@@ -4,7 +4,7 @@ is the same, so a re-run costs lookups instead of model time.
 Off by default, so measured latency is real. A hit is recorded as one (``LMCall.cached``,
 ``Retrieval.cached``) with the lookup's own wall time; the summary reports cold and warm probes
 apart. The key of an LM call is the backend's ``describe()`` (model file and its sha256, decoding
-settings, or endpoint and model) plus the whole request (prompt, token cap, stop sequences,
+settings, or endpoint and model) and the flarebench version, plus the whole request (prompt, token cap, stop sequences,
 logprobs, logit bias, the one-sentence hint); the key of a retrieval is the retriever's
 ``describe()`` (parameters and corpus hash) plus the query and k. One SQLite file holds both.
 """
@@ -19,6 +19,7 @@ import threading
 import time
 from pathlib import Path
 
+from bench import version
 from strategies.lm import LM, GenerationRequest
 from strategies.records import LMCall, Passage
 from strategies.retriever import Lookup, Retriever, cache_root
@@ -73,7 +74,8 @@ class CachedLM(LM):
         self.supports_logprobs = inner.supports_logprobs
         self.supports_logit_bias = inner.supports_logit_bias
         self.thread_safe = inner.thread_safe
-        self._identity = json.dumps(inner.describe(), sort_keys=True)
+        # The model and its decoding settings, and the version of the code that shapes its requests.
+        self._identity = json.dumps({"lm": inner.describe(), "flarebench": version()}, sort_keys=True)
 
     def _complete(self, request: GenerationRequest) -> LMCall:
         fields = dataclasses.asdict(request)

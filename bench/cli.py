@@ -55,6 +55,8 @@ def _run(args: argparse.Namespace, study: dict | None = None) -> int:
                     print(f"  {line}", file=sys.stderr)
                 if spec not in failed:
                     failed.append(spec)
+        # Written while the run folder's lock is still held (close() releases it).
+        report = session.write_report()
     except (KeyboardInterrupt, LMUnavailable):
         # Ctrl-C, or the LM server went away: what finished is summarised and the run is marked
         # interrupted (report.html waits for `report RUN_DIR`); main() says how to resume.
@@ -65,7 +67,7 @@ def _run(args: argparse.Namespace, study: dict | None = None) -> int:
         session.close()
     print(session.table())
     print(f"run folder: {session.run_dir}")
-    print(f"report: {session.write_report()}")
+    print(f"report: {report}")
     if gating.baseline is not None:
         if gating.difference:
             print(f"gate across configurations; first difference: {gating.difference}")
@@ -115,21 +117,27 @@ def _sweep(args: argparse.Namespace) -> int:
 
 
 def _rescore(args: argparse.Namespace):
-    """Score RUN_DIR again from its traces; returns (run_dir, run.json, traces, probe set, summary)."""
+    """Score RUN_DIR again from its traces: the probes the run selected (run.json) and each
+    (strategy, probe) once; returns (run_dir, run.json, traces, probe set, summary). Only reads
+    traces.jsonl, so it needs no lock and works while a run is writing the folder."""
     from bench.report import summary_frame, write_summary
-    from bench.runner import TRACES, TraceLog
+    from bench.runner import TRACES, TraceError, TraceLog
     from bench.session import RUN_JSON
     from probes.load import ProbeError, load_probe_set
 
     run_dir = Path(args.run_dir)
     run_json = run_dir / RUN_JSON
+    if run_dir.exists() and not run_dir.is_dir():
+        raise UserError(f"{run_dir}: is a file, not a folder; RUN_DIR must be a run folder")
     try:
         info = json.loads(run_json.read_text(encoding="utf-8"))
         config = info["config"]
         probes_cfg = config["probes"]
     except FileNotFoundError:
         raise UserError(f"{run_json}: not found; RUN_DIR must be a run folder") from None
-    except (ValueError, KeyError) as e:
+    except OSError as e:
+        raise UserError(f"{run_json}: cannot be read ({e.strerror or e})") from None
+    except (ValueError, KeyError, TypeError) as e:
         raise UserError(f"{run_json}: not a flarebench run.json ({e})") from None
     try:
         probe_set = load_probe_set(probes_cfg["source"], probes_cfg.get("format", "auto"))
@@ -142,14 +150,19 @@ def _rescore(args: argparse.Namespace):
             file=sys.stderr,
         )
     try:
-        traces = TraceLog(run_dir / TRACES).read()
-    except (ValueError, KeyError, TypeError) as e:
-        raise UserError(f"{run_dir / TRACES}: unreadable trace ({e})") from None
+        traces = TraceLog(run_dir / TRACES, writer=False).read()
+    except TraceError as e:
+        raise UserError(str(e)) from None
+    except OSError as e:
+        raise UserError(f"{run_dir / TRACES}: cannot be read ({e.strerror or e})") from None
+    probes = _selection(info, probe_set, run_json)
+    traces = [t for t in traces if t.probe_id in probes and t.strategy in config["strategies"]]
+    print(_scored_line(traces, len(probes)))
     price, reference = _scoring(args, info, run_json)
     faithfulness = _faithfulness(args, info, traces, probe_set)
     summary = summary_frame(
         traces,
-        {p.id: p for p in probe_set.probes},
+        probes,
         order=list(config["strategies"]),
         price=price,
         reference=reference,
@@ -157,6 +170,39 @@ def _rescore(args: argparse.Namespace):
     )
     write_summary(run_dir, summary, config)
     return run_dir, info, traces, probe_set, summary
+
+
+def _selection(info: dict, probe_set, run_json: Path) -> dict:
+    """The probes the run selected, by id in probe-set order: run.json's ``probe_ids``, else (a
+    run.json of an older flarebench) the first ``limit`` probes, else all of them."""
+    by_id = {p.id: p for p in probe_set.probes}
+    ids = info.get("probe_ids")
+    if ids is None:
+        limit = info.get("limit")
+        return dict(list(by_id.items())[:limit] if isinstance(limit, int) and limit > 0 else by_id.items())
+    if not isinstance(ids, list) or not all(isinstance(i, str) for i in ids):
+        raise UserError(f"{run_json}: probe_ids: expected a list of probe ids")
+    missing = [i for i in ids if i not in by_id]
+    if missing:
+        raise UserError(
+            f"{run_json}: probe_ids: {len(missing)} probe(s) of the run are not in the probe set "
+            f"{probe_set.path} (first: {missing[0]})"
+        )
+    return {i: by_id[i] for i in ids}
+
+
+def _scored_line(traces: list, selected: int) -> str:
+    """One line saying how many probes were scored per strategy, out of the run's selection."""
+    counts: dict[str, int] = {}
+    for t in traces:
+        counts[t.strategy] = counts.get(t.strategy, 0) + 1
+    if not counts:
+        return f"scored no probe (selection from run.json: {selected} probes)"
+    low, high = min(counts.values()), max(counts.values())
+    if low == high == selected:
+        return f"scored {selected} probes per strategy (selection from run.json)"
+    n = str(low) if low == high else f"{low}-{high}"
+    return f"scored {n} of the {selected} selected probes per strategy (selection from run.json; partial run)"
 
 
 def _score(args: argparse.Namespace) -> int:
@@ -208,6 +254,7 @@ def _faithfulness(args: argparse.Namespace, info: dict, traces: list, probe_set)
 def _scoring(args: argparse.Namespace, info: dict, run_json: Path):
     """The price and delta reference to score with: the options given to `score`, else those the
     run recorded in run.json (``scoring``), else the defaults (the shipped price table)."""
+    from bench.paths import PathError, check_input_file
     from bench.prices import Price, PriceError, price_for
     from bench.uncertainty import DEFAULT_REFERENCE
 
@@ -216,11 +263,12 @@ def _scoring(args: argparse.Namespace, info: dict, run_json: Path):
     model = info["config"].get("lm", {}).get("name", "")
     try:
         if args.prices:
+            check_input_file("--prices", args.prices)
             return price_for(model, args.prices), reference
         if recorded is not None:
             return (Price.from_record(recorded["price"]) if recorded.get("price") else None), reference
         return price_for(model), reference
-    except PriceError as e:
+    except (PriceError, PathError) as e:
         raise UserError(str(e)) from None
     except (TypeError, KeyError) as e:
         raise UserError(f"{run_json}: scoring.price: not a price record ({e})") from None

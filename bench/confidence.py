@@ -1,40 +1,54 @@
-"""Is FLARE's confidence gate informative? The draft's minimum token probability against whether the
-answer turned out right.
+"""Is FLARE's confidence gate informative? What the gate judged against whether the answer turned
+out right.
 
-For each answer whose LM calls include drafts with per-token logprobs (FLARE direct: purpose
-``"draft"``), ``draft_min_p`` is the minimum token probability over all of that answer's drafts.
-Per strategy:
+Every step a confidence trigger judged carries a record (``Step.gate``: the trigger, its score over
+the tokens it judged, the threshold it used, whether it fired). Per answer, ``gate_score`` is the
+lowest score over its judged steps (for ``min_prob``, the lowest token probability of any drafted
+sentence) and ``gate_fired`` whether the gate fired on any of them. Nothing is read from the
+strategy's parameters or today's defaults: the records alone decide. Per strategy:
 
-* ``gate_auroc``: the probability that a random right answer (EM 1) has a higher ``draft_min_p``
+* ``gate_auroc``: the probability that a random right answer (EM 1) has a higher ``gate_score``
   than a random wrong one (EM 0), ties counting one half (the Mann-Whitney form of the area under
   the ROC curve, from average ranks). 1 = low confidence marks exactly the wrong answers, 0.5 =
   no better than chance, below 0.5 = low confidence marks the right ones. Undefined (NaN) when
   only one class is present: it is not 0.5.
-* ``gate_fire_right`` / ``gate_fire_wrong``: the share of right / of wrong answers whose
-  ``draft_min_p`` is at or below the strategy's theta, i.e. on which the gate fired at least once.
+* ``gate_fire_right`` / ``gate_fire_wrong``: the share of right / of wrong answers on which the
+  gate fired at least once.
 """
 
 from __future__ import annotations
 
 import math
 from collections.abc import Sequence
-from functools import lru_cache
+from dataclasses import dataclass
 
 import numpy as np
 from scipy.stats import rankdata
 
 from strategies.records import Trace
 
-#: The LM call purpose whose logprobs the gate reads.
-DRAFT = "draft"
+
+@dataclass(frozen=True)
+class GateRecord:
+    """What the gate judged over one answer: its lowest score, whether it fired at least once, and
+    the threshold it used (None when the steps disagree, which one strategy spec never does)."""
+
+    score: float
+    fired: bool
+    threshold: float | None
 
 
-def draft_min_p(trace: Trace) -> float | None:
-    """The minimum token probability over the trace's drafts; None when it has no draft with logprobs."""
-    logprobs = [lp for c in trace.lm_calls if c.purpose == DRAFT and c.logprobs for lp in c.logprobs]
-    if not logprobs:
+def gate_record(trace: Trace) -> GateRecord | None:
+    """The answer's gate record from its steps' ``gate`` records; None when no step was judged."""
+    judged = [s.gate for s in trace.steps if s.gate and s.gate.get("score") is not None]
+    if not judged:
         return None
-    return float(math.exp(min(logprobs)))
+    thresholds = {g.get("threshold") for g in judged}
+    return GateRecord(
+        score=float(min(g["score"] for g in judged)),
+        fired=any(bool(g.get("fired")) for g in judged),
+        threshold=thresholds.pop() if len(thresholds) == 1 else None,
+    )
 
 
 def auroc(scores: Sequence[float], positive: Sequence[bool]) -> float:
@@ -49,35 +63,21 @@ def auroc(scores: Sequence[float], positive: Sequence[bool]) -> float:
     return float((ranks[y].sum() - n_pos * (n_pos + 1) / 2) / (n_pos * n_neg))
 
 
-@lru_cache(maxsize=256)
-def theta_of(spec: str) -> float | None:
-    """The confidence threshold of a strategy spec (its ``theta`` parameter), None when it has none."""
-    from strategies.registry import parse_spec
-
-    try:
-        strategy = parse_spec(spec)
-    except Exception:  # not a registered spec (e.g. hand-made rows): no threshold known
-        return None
-    theta = getattr(strategy, "theta", None)
-    return float(theta) if theta is not None else None
-
-
-def gate_summary(min_p: Sequence[float | None], em: Sequence[float], theta: float | None) -> dict[str, float]:
-    """``gate_auroc``, ``gate_fire_right``, ``gate_fire_wrong`` over the answers that have a
-    ``draft_min_p`` (others are left out); NaN where undefined."""
+def gate_summary(scores: Sequence[float | None], fired: Sequence[bool | None], em: Sequence[float]) -> dict[str, float]:
+    """``gate_auroc``, ``gate_fire_right``, ``gate_fire_wrong`` over the answers that have a gate
+    record (a score; others are left out); NaN where undefined."""
     nan = float("nan")
-    pairs = [(float(p), float(e) > 0) for p, e in zip(min_p, em) if p is not None and not _isnan(p)]
-    if not pairs:
+    kept = [(float(s), bool(f), float(e) > 0) for s, f, e in zip(scores, fired, em) if s is not None and not _isnan(s)]
+    if not kept:
         return {"gate_auroc": nan, "gate_fire_right": nan, "gate_fire_wrong": nan}
-    p = np.array([x for x, _ in pairs])
-    right = np.array([r for _, r in pairs])
+    score = np.array([s for s, _, _ in kept])
+    fires = np.array([f for _, f, _ in kept])
+    right = np.array([r for _, _, r in kept])
 
-    def fired(mask: np.ndarray) -> float:
-        if theta is None or not mask.any():
-            return nan
-        return float((p[mask] <= theta).mean())
+    def share(mask: np.ndarray) -> float:
+        return float(fires[mask].mean()) if mask.any() else nan
 
-    return {"gate_auroc": auroc(p, right), "gate_fire_right": fired(right), "gate_fire_wrong": fired(~right)}
+    return {"gate_auroc": auroc(score, right), "gate_fire_right": share(right), "gate_fire_wrong": share(~right)}
 
 
 def _isnan(x) -> bool:

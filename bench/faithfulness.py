@@ -16,11 +16,11 @@ Contract (the harness wires this in; nothing here touches files, options or the 
 
 Claims. The answer's claims are the sentences of ``trace.output`` (``strategies.sentences.
 split_sentences``), stripped, with ``[Search(...)]`` markers removed and sentences without a content
-word dropped. The final-answer statement ("So the answer is X.") restates an earlier claim in our
-prompts' format, so it is left out, except when it is the only sentence: then its answer part ``X``
-is the one claim (an answer stated with nothing else still has to be supported). The judged method
-sends the same text (the output without the final-answer statement, unless it is all there is) and
-lets ragas extract its own statements.
+word dropped; the final-answer statement ("So the answer is X.") counts through its answer part: each
+item of ``X`` (split at commas, semicolons and "and") is a claim, so a final answer the passages do
+not hold lowers the score even when the sentences before it are supported. A yes/no verdict is no
+claim. The judged method sends the whole output (search calls removed) and lets ragas extract its
+own statements.
 
 Contexts. The union, in first-retrieved order, of the doc ids of every retrieval of the trace (first
 hop included), each looked up in ``passages_by_id`` (``title`` and ``text``).
@@ -117,8 +117,9 @@ _SEARCH_RE = re.compile(r"\[Search\([^\]]*\)\]")
 
 
 def answer_claims(output: str) -> list[str]:
-    """The claims of an answer's output (see the module docstring): its sentences, without the
-    final-answer statement unless that is the only one (then its answer part)."""
+    """The claims of an answer's output (see the module docstring): its sentences other than the
+    final-answer statement, then each item of the stated final answer ("So the answer is C": C must
+    be supported too; a yes/no verdict is no claim about the passages)."""
     text = _SEARCH_RE.sub(" ", output or "")
     claims, finals = [], []
     for piece in split_sentences(text):
@@ -131,19 +132,21 @@ def answer_claims(output: str) -> list[str]:
                 finals.append(m.group(1).strip())
             elif content_tokens(s):
                 claims.append(s)
-    if not claims:
-        claims = [f for f in finals if content_tokens(f)]
+    for final in finals:
+        for item in _ITEM_SEP.split(final):
+            words = content_tokens(item)
+            if words and not words <= content_tokens("yes no true false"):
+                claims.append(item.strip())
     return claims
 
 
+# The items of a list answer ("nurse, actor", "A and B"): each is a claim of its own.
+_ITEM_SEP = re.compile(r"\s*[,;]\s*(?:and\s+)?|\s+and\s+", re.I)
+
+
 def _judge_text(output: str) -> str:
-    """What the judge reads: the output without the final-answer statement, unless it is all there is."""
-    text = _SEARCH_RE.sub(" ", output or "")
-    kept = []
-    for piece in split_sentences(text):
-        lines = [ln for ln in piece.split("\n") if ln.strip() and not _FINAL_RE.match(ln.strip())]
-        kept.extend(ln.strip() for ln in lines)
-    return " ".join(kept) if kept else text.strip()
+    """What the judge reads: the whole output, search calls removed (the final answer is a claim too)."""
+    return " ".join(_SEARCH_RE.sub(" ", output or "").split())
 
 
 # --------------------------------------------------------------------------------------------
@@ -528,8 +531,9 @@ async def _judge_all(judge: Judge, pending, rows) -> None:
 
 
 def summarize_faithfulness(rows: Mapping[tuple[str, str], Mapping[str, Any]]) -> dict[str, dict[str, Any]]:
-    """Per strategy: ``faithfulness`` (mean over scored probes, None if none), ``faithfulness_method``
-    and ``judge_parse_failures`` (sum); strategies in first-appearance order."""
+    """Per strategy: ``faithfulness`` (mean over scored probes, None if none), ``faithfulness_n`` (how
+    many probes that mean was taken over), ``faithfulness_method`` and ``judge_parse_failures`` (sum);
+    strategies in first-appearance order."""
     out: dict[str, dict[str, Any]] = {}
     groups: dict[str, list[Mapping[str, Any]]] = {}
     for (strategy, _probe), row in rows.items():
@@ -545,6 +549,7 @@ def summarize_faithfulness(rows: Mapping[tuple[str, str], Mapping[str, Any]]) ->
             method = rs[0]["faithfulness_method"] if rs else NO_CONTEXT
         out[strategy] = {
             "faithfulness": (sum(scored) / len(scored)) if scored else None,
+            "faithfulness_n": len(scored),
             "faithfulness_method": method,
             "judge_parse_failures": int(sum(r["judge_parse_failures"] for r in rs)),
         }

@@ -24,8 +24,14 @@ Tolerances (:data:`KINDS`): a metric maps to one or more bounds, or to ``null`` 
 * ``max_rise_rel``: ... at most this share of the baseline value above it.
 
 When a metric has both an absolute and a relative bound on the same side, the looser one applies.
-Metrics without an entry in the file's ``tolerances`` are not gated. A value is compared with a
+Metrics without an entry in the file's ``tolerances`` are not gated, except ``n`` (probes scored:
+may not drop) and ``errors`` (probes that raised: may not rise), which are gated by
+:data:`ALWAYS_GATED` unless the file switches them off with ``null``. A value is compared with a
 slack of 1e-9, so a bound met exactly is met despite float rounding.
+
+A gated metric (one with a bound) that is missing, null or NaN on either side is a breach of its
+own (``faithfulness: missing in the new run (baseline 0.8)``): a metric that could not be computed,
+e.g. a judge whose every reply failed to parse, must not pass the gate unseen.
 
 Nothing here loads a model; the session (:mod:`bench.session`) and the plugin call in.
 """
@@ -57,9 +63,18 @@ METRICS: tuple[str, ...] = tuple(c for c in SUMMARY_COLUMNS if c != "strategy") 
 
 KINDS = ("max_drop", "max_drop_rel", "max_rise", "max_rise_rel")
 
-#: Default tolerances: they absorb the small cross-machine drift of DESIGN.md (a few flipped probes
+#: Gated in every baseline whose ``tolerances`` do not name them (``null`` switches one off): fewer
+#: probes scored, or more probes that raised, than the baseline means its other numbers are not
+#: comparable (an average over fewer probes can pass every bound).
+ALWAYS_GATED: dict[str, dict[str, float]] = {
+    "n": {"max_drop": 0},
+    "errors": {"max_rise": 0},
+}
+
+#: Default tolerances: they absorb the small cross-machine drift of docs/design.md (a few flipped probes
 #: on a probe set of ~50; a short smoke run stores looser ones in its own baseline).
 DEFAULT_TOLERANCES: dict[str, dict[str, float] | None] = {
+    **ALWAYS_GATED,
     "em": {"max_drop": 0.05},
     "f1": {"max_drop": 0.05},
     "retrievals_per_q": {"max_rise_rel": 0.10},
@@ -102,6 +117,13 @@ def validate_tolerances(obj: Any, where: str = "tolerances") -> dict[str, dict[s
             raise GateError(f"{where}.{metric}: unknown metric; metrics: {', '.join(METRICS)}")
         out[metric] = _bounds(bounds, f"{where}.{metric}")
     return out
+
+
+def with_always_gated(tolerances: dict[str, dict[str, float] | None]) -> dict[str, dict[str, float] | None]:
+    """A baseline file's tolerances with :data:`ALWAYS_GATED` added where the file does not name
+    the metric (first, as in :data:`DEFAULT_TOLERANCES`); a metric the file sets to null stays off."""
+    missing = {m: dict(b) for m, b in ALWAYS_GATED.items() if m not in tolerances}
+    return {**missing, **tolerances}
 
 
 def _bounds(bounds: Any, where: str) -> dict[str, float] | None:
@@ -170,16 +192,23 @@ def _fmt(x: float) -> str:
 
 @dataclass(frozen=True)
 class Breach:
-    """One broken metric: what it was, what it is, and the bound it had to meet."""
+    """One broken metric: what it was, what it is, and the bound it had to meet. ``baseline`` or
+    ``new`` is None (and ``bound`` None) when the metric is missing on that side."""
 
     metric: str
-    baseline: float
-    new: float
-    bound: float
-    side: str  # ">=" (may not drop below) or "<=" (may not rise above)
+    baseline: float | None
+    new: float | None
+    bound: float | None
+    side: str  # ">=" (may not drop below) or "<=" (may not rise above); "" when a value is missing
     rule: str  # the tolerance that set the bound, e.g. "max_drop 0.05"
 
     def line(self) -> str:
+        if self.baseline is None and self.new is None:
+            return f"{self.metric}: missing in the baseline and in the new run"
+        if self.new is None:
+            return f"{self.metric}: missing in the new run (baseline {_fmt(self.baseline)})"
+        if self.baseline is None:
+            return f"{self.metric}: missing in the baseline (new {_fmt(self.new)})"
         return (
             f"{self.metric}: baseline {_fmt(self.baseline)}, new {_fmt(self.new)}, "
             f"allowed {self.side} {_fmt(self.bound)} ({self.rule})"
@@ -212,13 +241,15 @@ def compare(
     baseline: dict[str, float | None], new: dict[str, float | None], tolerances: dict[str, dict[str, float] | None]
 ) -> list[Breach]:
     """The metrics of ``new`` that break their tolerance against ``baseline``, in tolerance order.
-    A metric missing (or null) on either side is not compared."""
+    A gated metric missing (absent, null or NaN) on either side is a breach: what was not measured
+    cannot be shown to meet its bound."""
     out = []
     for metric, tolerance in tolerances.items():
         if not tolerance:
             continue
         was, now = _number(baseline.get(metric)), _number(new.get(metric))
         if was is None or now is None:
+            out.append(Breach(metric, was, now, None, "", "missing"))
             continue
         low, high = bounds_for(was, tolerance)
         if low is not None and now < low[0] - _SLACK:
@@ -251,8 +282,9 @@ def fingerprint(config: dict[str, Any], strategies: dict[str, Any], n_probes: in
     """What must match for two runs' metrics to be comparable, from a session's ``config``.
 
     The probe set (by name and content hash; its path is left out, it differs between machines)
-    and how many of its probes ran, the LM, the retriever, and per spec its parameters and the hash
-    of its static prompts (the run-wide prompt hash depends on which specs ran together).
+    and how many of its probes ran, the LM, the retriever, the flarebench version, and per spec its
+    parameters, the hash of its static prompts (the run-wide prompt hash depends on which specs ran
+    together) and the hash of everything else that shapes its requests.
     """
     probes = {k: v for k, v in config["probes"].items() if k != "source"}
     return {
@@ -260,6 +292,8 @@ def fingerprint(config: dict[str, Any], strategies: dict[str, Any], n_probes: in
         "lm": config["lm"],
         "retriever": config["retriever"],
         "strategies": dict(config["strategies"]),
+        "flarebench": config["flarebench"],
+        "requests_sha256": dict(config["requests_sha256"]),
         "prompts_sha256": {
             spec: hashlib.sha256("\0".join(sorted(s.static_prompts())).encode()).hexdigest()
             for spec, s in strategies.items()
@@ -267,10 +301,14 @@ def fingerprint(config: dict[str, Any], strategies: dict[str, Any], n_probes: in
     }
 
 
+#: Fingerprint parts keyed by strategy spec: a gate compares only the specs it checks.
+_PER_SPEC = ("strategies", "prompts_sha256", "requests_sha256")
+
+
 def _view(fp: dict[str, Any], specs: list[str]) -> dict[str, Any]:
     absent = "<absent>"
-    out = {k: v for k, v in fp.items() if k not in ("strategies", "prompts_sha256")}
-    for key in ("strategies", "prompts_sha256"):
+    out = {k: v for k, v in fp.items() if k not in _PER_SPEC}
+    for key in _PER_SPEC:
         part = fp.get(key) if isinstance(fp.get(key), dict) else {}
         out[key] = {spec: part.get(spec, absent) for spec in specs}
     return out
@@ -340,7 +378,7 @@ def load_baseline(path: str | Path) -> Baseline:
             row[metric] = _number(value)
         metrics[spec] = row
     try:
-        tolerances = validate_tolerances(data["tolerances"])
+        tolerances = with_always_gated(validate_tolerances(data["tolerances"]))
     except GateError as e:
         raise GateError(f"{path}: {e}") from None
     for key in ("probes", "lm", "retriever", "strategies"):
@@ -392,6 +430,16 @@ class Gating:
             if gate_across_configs:
                 raise GateError("--gate-across-configs applies to --gate, which was not given")
             return cls(specs=expand(strategy))
+        from bench.paths import PathError, check_input_file, check_output_file
+
+        try:
+            # Before the run, not after it: a baseline that cannot be written would lose the run.
+            if save_baseline:
+                check_output_file("--save-baseline", save_baseline)
+            if gate:
+                check_input_file("--gate", gate)
+        except PathError as e:
+            raise GateError(str(e)) from None
         baseline = load_baseline(gate) if gate else None
         if gate_across_configs and baseline is None:
             raise GateError("--gate-across-configs applies to --gate, which was not given")

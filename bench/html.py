@@ -20,7 +20,6 @@ from typing import Any
 import pandas as pd
 
 from bench import plots
-from bench.confidence import theta_of
 from bench.findings import findings
 from bench.metrics import COLUMN_DOCS
 from bench.report import compact_frame, probe_rows, write_atomic
@@ -109,7 +108,7 @@ def viewer_data(traces: list[Trace], rows: pd.DataFrame, probes: dict, docs_by_i
     used = {t.probe_id for t in shown}
     return {
         "order": order,
-        "thetas": {s: theta_of(s) for s in order},
+        "thetas": {s: plots.threshold_of(rows[rows["strategy"] == s]) if not rows.empty else None for s in order},
         "probes": [
             {
                 "id": p.id,
@@ -185,15 +184,15 @@ def _plots(summary: pd.DataFrame, rows: pd.DataFrame, study: dict, order: list[s
                 "bar = p95.",
             )
         )
-        thetas = {s: theta_of(s) for s in order}
         parts.append(
             _figure(
-                plots.gate(rows, order, thetas),
+                plots.gate(rows, order),
                 "plot-gate",
                 "minimum draft probability, right against wrong answers",
                 "Is the confidence gate informative for this model? The lowest token probability over each "
-                "answer's drafts, for answers that turned out right (EM 1) and wrong; the dashed line is theta "
-                "(a draft at or below it retrieves). A useful gate puts the wrong answers left of theta and "
+                "answer's drafted sentences (as each step recorded it), for answers that turned out right (EM 1) "
+                "and wrong; the dashed line is the threshold the steps recorded, theta (a draft at or below it "
+                "retrieves). A useful gate puts the wrong answers left of theta and "
                 "the right ones right of it.",
                 wide=True,
             )

@@ -7,7 +7,7 @@ Two levels:
   named in :data:`SUMMARY_COLUMNS` and defined in :data:`COLUMN_DOCS`.
 
 Nothing is rounded here: reports round for display. Scores, rates and recall are on a 0-1 scale and
-times are in seconds (see the Contract in DESIGN.md).
+times are in seconds (see the contract in docs/design.md).
 
 Probes are used by duck typing: only ``id``, ``question`` (for the echo rule; the trace's question
 when absent), ``answers``, ``answer_type``, ``gold_doc_ids`` and ``metadata`` are read, so this
@@ -236,7 +236,8 @@ def score_answer(pred: str | None, probe: Any) -> tuple[float, float]:
 #: How the scored answer was read from the output (row column ``answer_rule``).
 STATEMENT = "statement"  # the final-answer statement "So the answer is X" (Trace.answer)
 LAST_CLAUSE = "last_clause"  # fallback: the last clause of the output's last sentence
-NO_ANSWER = "none"  # nothing to score (empty output, abstention, error)
+NO_ANSWER = "none"  # nothing to score (empty output, error)
+ABSTAINED = "abstain"  # the strategy abstained, or the stated answer says there is none
 
 # The last clause of a sentence starts after its last colon, semicolon or copula ("X is Y" -> Y,
 # "it might be Y" -> Y).
@@ -261,16 +262,25 @@ def last_clause(output: str | None) -> str | None:
 
 def final_answer(trace: Trace) -> tuple[str | None, str]:
     """``(answer, rule)``: the answer to score and the rule that read it (:data:`STATEMENT`,
-    :data:`LAST_CLAUSE` or :data:`NO_ANSWER`). Never the whole output.
+    :data:`LAST_CLAUSE`, :data:`ABSTAINED` or :data:`NO_ANSWER`). Never the whole output.
 
-    The statement answer is the trace's ``answer`` (strategies read it from "So the answer is X");
-    without one, the last clause of the output (:func:`last_clause`). An error or an abstention
-    has no answer."""
-    if trace.error or trace.stop_reason in ("error", "abstain"):
+    The answer is read again from the output at scoring time ("So the answer is X", by
+    :func:`strategies.prompts.extract_answer`), so a fix to extraction reaches old runs; without a
+    statement, the last clause of the output (:func:`last_clause`). An error has no answer; an
+    abstention (the strategy abstained, or the answer says there is none: "not in the documents")
+    has none either."""
+    from strategies.prompts import extract_answer, is_abstention
+
+    if trace.error or trace.stop_reason == "error":
         return None, NO_ANSWER
-    if trace.answer is not None and normalize_answer(trace.answer):
-        return trace.answer, STATEMENT
+    if trace.stop_reason == "abstain":
+        return None, ABSTAINED
+    stated = extract_answer(trace.output or "")
+    if stated is not None and normalize_answer(stated):
+        return (None, ABSTAINED) if is_abstention(stated) else (stated, STATEMENT)
     clause = last_clause(trace.output)
+    if clause is not None and is_abstention(clause):
+        return None, ABSTAINED
     return (clause, LAST_CLAUSE) if clause is not None else (None, NO_ANSWER)
 
 
@@ -306,16 +316,17 @@ def incomplete_reason(trace: Trace, rule: str) -> str | None:
     """Why the answer never reached a final answer, or None when it did (or the probe errored).
 
     One reason per answer, the first that applies: ``empty`` (no output at all), ``abstain`` (the
-    strategy abstained), ``token_cap`` / ``step_cap`` (generation was cut by that cap before any
-    final-answer statement), ``no_answer`` (the model stopped without one, stop_reason ``eos``, or
-    any other ending without a statement; a last-clause fallback answer is still this). An error is
-    not an incomplete answer: it is counted in ``errors`` only.
+    strategy abstained, or the answer says there is none: ``rule`` :data:`ABSTAINED`), ``token_cap`` /
+    ``step_cap`` (generation was cut by that cap before any final-answer statement), ``no_answer``
+    (the model stopped without one, stop_reason ``eos``, or any other ending without a statement; a
+    last-clause fallback answer is still this). An error is not an incomplete answer: it is counted
+    in ``errors`` only.
     """
     if trace.error or trace.stop_reason == "error":
         return None
     if not (trace.output or "").strip():
         return "empty"
-    if trace.stop_reason == "abstain":
+    if trace.stop_reason == "abstain" or rule == ABSTAINED:
         return "abstain"
     if rule == STATEMENT:
         return None
@@ -339,13 +350,14 @@ def probe_row(trace: Trace, probe: Any) -> dict[str, Any]:
     answer it holds. ``recall`` (= ``recall_at_k``) is the share of the probe's gold doc ids found
     in the union of every retrieval's doc ids (first hop included); it is ``None`` when the probe
     has no gold docs and 0.0 when it has some but nothing was retrieved. ``incomplete`` names why
-    the answer is incomplete (see :func:`incomplete_reason`), ``draft_min_p`` the minimum token
-    probability of its drafts (FLARE direct; None without drafts). ``probe.metadata`` keys are
+    the answer is incomplete (see :func:`incomplete_reason`); ``gate_score``, ``gate_fired`` and
+    ``gate_threshold`` what the confidence gate judged (:func:`bench.confidence.gate_record`; None
+    for strategies without a gate). ``probe.metadata`` keys are
     added with the prefix ``meta_``.
     """
     if trace.probe_id and trace.probe_id != probe.id:
         raise ValueError(f"trace is for probe {trace.probe_id!r}, not {probe.id!r}")
-    from bench.confidence import draft_min_p
+    from bench.confidence import gate_record
 
     error = trace.error or None  # "" is no error
     answer, rule = final_answer(trace)
@@ -358,6 +370,7 @@ def probe_row(trace: Trace, probe: Any) -> dict[str, Any]:
 
     calls = trace.lm_calls
     retrievals = trace.retrievals
+    gate = gate_record(trace)
     lm_s = float(sum(c.seconds for c in calls))
     retrieval_s = float(sum(r.seconds for r in retrievals))
     latency_s = float(trace.seconds)
@@ -396,7 +409,9 @@ def probe_row(trace: Trace, probe: Any) -> dict[str, Any]:
         # Clamped at 0: timer granularity can make the parts sum slightly above the wall time.
         "harness_s": max(0.0, latency_s - lm_s - retrieval_s),
         "recall": recall,
-        "draft_min_p": draft_min_p(trace),
+        "gate_score": gate.score if gate else None,
+        "gate_fired": gate.fired if gate else None,
+        "gate_threshold": gate.threshold if gate else None,
         # --cache: LM calls and retrievals served from the cache; a probe is warm when all of them were.
         "cache_hits": sum(1 for c in calls if c.cached) + sum(1 for r in retrievals if r.cached),
         "cacheable": len(calls) + len(retrievals),
@@ -426,6 +441,7 @@ SUMMARY_COLUMNS: list[str] = [
     "recall",
     "recall_at_k",
     "faithfulness",
+    "faithfulness_n",
     "faithfulness_method",
     "judge_parse_failures",
     "incomplete_rate",
@@ -477,12 +493,14 @@ COLUMN_DOCS: dict[str, str] = {
     "f1_lenient": "As f1, with the same last-clause fallback as em_lenient.",
     "recall": _RECALL_DOC + " Same value as recall_at_k (kept for baselines that name it).",
     "recall_at_k": _RECALL_DOC,
-    "faithfulness": "Mean share of an answer's claims (its sentences, the final-answer restatement left out) "
+    "faithfulness": "Mean share of an answer's claims (its sentences, and each item of its stated final answer) "
     "supported by the passages the strategy retrieved (union of all its retrievals), over probes that got a "
     "score, 0-1; empty for a strategy that retrieved nothing (see faithfulness_method).",
+    "faithfulness_n": "Number of answers the faithfulness mean was taken over (those with context, claims and, "
+    "with a judge, a parsed verdict); 0 when faithfulness is empty.",
     "faithfulness_method": "How faithfulness was scored: lexical-overlap (offline: a claim is supported when one "
-    "sentence of one retrieved passage holds >= 90% of its content words and all its numbers), ragas:MODEL (a "
-    "judge LM), or n/a: no context.",
+    "sentence of one retrieved passage holds >= 90% of its content words and all its numbers), "
+    "ragas-faithfulness:openai:MODEL (a judge LM), or n/a: no context.",
     "judge_parse_failures": "Judge replies that could not be parsed (those probes are left out of faithfulness, "
     "never scored 0); 0 for the offline method.",
     "incomplete_rate": "Share of probes, 0-1, whose answer never reached a final-answer statement: the sum "
@@ -493,7 +511,9 @@ COLUMN_DOCS: dict[str, str] = {
     "final-answer statement.",
     "incomplete_no_answer": "Share of probes whose output ended (the model stopped) without a final-answer "
     "statement; an answer then read from the last clause (see em_lenient) still counts here.",
-    "incomplete_abstain": "Share of probes where the strategy abstained (FLARE direct with abstain on).",
+    "incomplete_abstain": "Share of probes where the strategy abstained (FLARE direct with abstain on) or the "
+    'answer declined to give one ("the answer is not in the documents", "cannot be determined", "no '
+    'information", "I don\'t know"): such an answer is not a stated answer and scores 0.',
     "incomplete_empty": "Share of probes with an empty output.",
     "retrieval_rate": "Generation steps that triggered a retrieval (the first-hop retrieval with the "
     "question not counted) divided by generation steps, summed over all probes; 0 when there are no steps.",
@@ -523,15 +543,16 @@ COLUMN_DOCS: dict[str, str] = {
     "(wall time minus LM time minus retrieval time, floored at 0).",
     "harness_share": "Harness seconds divided by wall seconds, summed over all probes, 0-1; "
     "0 when no time was recorded.",
-    "gate_auroc": "Is the confidence gate informative? Over answers with drafts (FLARE direct), the AUROC of "
-    "the answer's minimum draft token probability for telling right answers (em 1) from wrong ones (em 0): "
-    "the chance that a random right answer has a higher minimum than a random wrong one, ties 1/2. 1 = "
-    "informative, 0.5 = chance, below 0.5 = inverted; empty for strategies without drafts and when all "
-    "such answers are right or all wrong (undefined, not 0.5).",
-    "gate_fire_right": "Share of right answers (em 1) with drafts whose minimum draft token probability is "
-    "at or below the strategy's theta (the gate fired at least once); empty without drafts or right answers.",
-    "gate_fire_wrong": "Share of wrong answers (em 0) with drafts whose minimum draft token probability is "
-    "at or below theta; a useful gate fires far more often here than on right answers.",
+    "gate_auroc": "Is the confidence gate informative? Over answers whose steps a confidence gate judged "
+    "(FLARE direct), the AUROC of the answer's lowest gate score (the lowest token probability of its drafted "
+    "sentences, as recorded in each step) for telling right answers (em 1) from wrong ones (em 0): the chance "
+    "that a random right answer has a higher score than a random wrong one, ties 1/2. 1 = informative, 0.5 = "
+    "chance, below 0.5 = inverted; empty for strategies without a gate and when all such answers are right or "
+    "all wrong (undefined, not 0.5).",
+    "gate_fire_right": "Share of right answers (em 1) on which the gate fired at least once (a step's recorded "
+    "score at or below the threshold the step recorded); empty without a gate or right answers.",
+    "gate_fire_wrong": "Share of wrong answers (em 0) on which the gate fired at least once; a useful gate fires "
+    "far more often here than on right answers.",
     "delta_reference": "The reference strategy of the delta columns (--reference, default single_time); "
     "empty when it is not in the run (the delta columns are then empty too).",
     "em_delta": _DELTA_DOC.format(m="em") + " (the mean of the paired per-probe differences).",
@@ -574,7 +595,7 @@ def _failed(g: pd.DataFrame) -> pd.Series:
 
 
 def _summary_row(strategy: str, g: pd.DataFrame, price: Any = None) -> dict[str, Any]:
-    from bench.confidence import gate_summary, theta_of
+    from bench.confidence import gate_summary
 
     failed = _failed(g)
     recall = pd.to_numeric(g["recall"], errors="coerce")
@@ -607,12 +628,13 @@ def _summary_row(strategy: str, g: pd.DataFrame, price: Any = None) -> dict[str,
         )
     else:
         cost = float("nan")
-    if "draft_min_p" in g:
-        min_p = pd.to_numeric(g["draft_min_p"], errors="coerce")
+    if "gate_score" in g:
+        score = pd.to_numeric(g["gate_score"], errors="coerce")
     else:
-        min_p = pd.Series(np.nan, index=g.index)
-    usable = min_p.notna() & ~failed
-    gate = gate_summary(list(min_p[usable]), list(em[usable]), theta_of(strategy))
+        score = pd.Series(np.nan, index=g.index)
+    usable = score.notna() & ~failed
+    fired = g["gate_fired"] if "gate_fired" in g else pd.Series(None, index=g.index)
+    gate = gate_summary(list(score[usable]), list(fired[usable]), list(em[usable]))
     recall_mean = float(recall.mean()) if recall.notna().any() else float("nan")
     return {
         "strategy": strategy,
@@ -743,7 +765,7 @@ def _notes(frame: pd.DataFrame, groups: dict[str, pd.DataFrame], price: Any, ref
         )
     for _, row in frame.iterrows():
         g = groups[row["strategy"]]
-        has_drafts = "draft_min_p" in g and pd.to_numeric(g["draft_min_p"], errors="coerce").notna().any()
+        has_drafts = "gate_score" in g and pd.to_numeric(g["gate_score"], errors="coerce").notna().any()
         if has_drafts and pd.isna(row["gate_auroc"]):
             notes.append(
                 f"gate_auroc of {row['strategy']}: undefined: its answers with drafts are all right or all wrong"

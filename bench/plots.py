@@ -156,10 +156,20 @@ def latency(rows: pd.DataFrame, order: list[str]) -> bytes | None:
     return _png(fig)
 
 
-def gate(rows: pd.DataFrame, order: list[str], thetas: dict[str, float | None]) -> bytes | None:
-    """For strategies that draft: the minimum draft token probability of each answer, right answers
-    (EM 1) against wrong ones, with theta marked; one panel per strategy."""
-    specs = [s for s in order if rows.loc[rows["strategy"] == s, "draft_min_p"].notna().any()]
+def threshold_of(rows: pd.DataFrame) -> float | None:
+    """The one threshold the gate records of these rows used, or None (no record, or several)."""
+    if "gate_threshold" not in rows:
+        return None
+    values = pd.to_numeric(rows["gate_threshold"], errors="coerce").dropna().unique()
+    return float(values[0]) if len(values) == 1 else None
+
+
+def gate(rows: pd.DataFrame, order: list[str]) -> bytes | None:
+    """For strategies with a confidence gate: each answer's lowest gate score, right answers (EM 1)
+    against wrong ones, with the threshold the steps recorded marked; one panel per strategy."""
+    if "gate_score" not in rows:
+        return None
+    specs = [s for s in order if rows.loc[rows["strategy"] == s, "gate_score"].notna().any()]
     if not specs:
         return None
     cols = min(3, len(specs))
@@ -168,12 +178,12 @@ def gate(rows: pd.DataFrame, order: list[str], thetas: dict[str, float | None]) 
     axes = np.atleast_1d(fig.subplots(n_rows, cols, squeeze=False)).ravel()
     bins = np.linspace(0, 1, 21)
     for ax, spec in zip(axes, specs):
-        g = rows[(rows["strategy"] == spec) & rows["draft_min_p"].notna()]
-        right = g.loc[g["em"] > 0, "draft_min_p"].astype(float)
-        wrong = g.loc[g["em"] <= 0, "draft_min_p"].astype(float)
+        g = rows[(rows["strategy"] == spec) & rows["gate_score"].notna()]
+        right = g.loc[g["em"] > 0, "gate_score"].astype(float)
+        wrong = g.loc[g["em"] <= 0, "gate_score"].astype(float)
         ax.hist(wrong, bins=bins, alpha=0.6, color=_WRONG, label=f"wrong ({len(wrong)})")
         ax.hist(right, bins=bins, alpha=0.6, color=_RIGHT, label=f"right ({len(right)})")
-        theta = thetas.get(spec)
+        theta = threshold_of(g)
         if theta is not None:
             ax.axvline(theta, color="black", linestyle="--", linewidth=1, label=f"theta {theta:g}")
         ax.set_title(spec, fontsize=9)

@@ -101,19 +101,20 @@ def bench_session(request: pytest.FixtureRequest):
     from bench.session import BenchSession, ConfigError
 
     opts = {o.dest: request.config.getoption(o.dest) for o in RUN_OPTIONS}
+    capman = request.config.pluginmanager.getplugin("capturemanager")
+    uncaptured = capman.global_and_fixture_disabled() if capman is not None else contextlib.nullcontext()
     try:
-        with _stop_if_lm_unreachable():
+        # Not captured: a note that a stale lock of the run folder was taken over is shown live.
+        with uncaptured, _stop_if_lm_unreachable():
             session = BenchSession(**opts)
     except ConfigError as e:
         pytest.exit(f"flarebench: {e}", returncode=2)
     request.config.stash[_SESSION] = session
+    # From here the session holds the run folder's lock: every way out (an error, Ctrl-C, the end
+    # of the pytest session, which tears this fixture down even when interrupted) closes it.
     try:
         with _stop_if_lm_unreachable():
             session.gating.warm_up(session)  # gated runs only: prompt prefixes evaluated before timing
-    except BaseException:
-        session.close()
-        raise
-    try:
         yield session
         session.write_report()
     finally:

@@ -59,7 +59,7 @@ def summary_frame(
     if faithfulness:
         keys = {(t.strategy, t.probe_id) for t in traces if t.probe_id in probes}
         per_strategy = summarize_faithfulness({k: v for k, v in faithfulness.items() if k in keys})
-        for column in ("faithfulness", "faithfulness_method", "judge_parse_failures"):
+        for column in ("faithfulness", "faithfulness_n", "faithfulness_method", "judge_parse_failures"):
             summary[column] = [per_strategy.get(s, {}).get(column) for s in summary["strategy"]]
     return summary
 

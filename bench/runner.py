@@ -22,13 +22,22 @@ TRACES = "traces.jsonl"
 RESUME_HINT = "finished probes are kept; run the same command to resume"
 
 
-class TraceLog:
-    """``traces.jsonl``: one finished trace per line, flushed to disk as soon as it is written."""
+class TraceError(ValueError):
+    """A line of ``traces.jsonl`` that is not a trace, before its last line: ``FILE:LINE: not a
+    trace (why)``. Such a file is not resumed or scored until the line is fixed."""
 
-    def __init__(self, path: Path):
+
+class TraceLog:
+    """``traces.jsonl``: one finished trace per line, flushed to disk as soon as it is written.
+
+    ``writer=False`` opens it for reading only (``bench score``/``report``): the file is then never
+    changed, not even to cut a torn last line, since a run may be writing it."""
+
+    def __init__(self, path: Path, writer: bool = True):
         self.path = Path(path)
         self._lock = threading.Lock()  # one line at a time, whichever thread finishes a probe
-        self._drop_torn_tail()
+        if writer:
+            self._drop_torn_tail()
 
     def _drop_torn_tail(self) -> None:
         # A run killed mid-write can leave half a line; cut it so the resumed run appends cleanly.
@@ -41,11 +50,37 @@ class TraceLog:
                 f.truncate(end)
 
     def read(self) -> list[Trace]:
-        """Every trace written so far, in order."""
+        """Every trace written so far, in order, each (strategy, probe) once: the first line wins
+        when two writers appended the same pair. A torn last line (no newline yet: being written,
+        or killed mid-write) is left out; any other line that is not a trace raises TraceError."""
         if not self.path.exists():
             return []
-        with open(self.path, encoding="utf-8") as f:
-            return [Trace.from_dict(json.loads(line)) for line in f if line.strip()]
+        with open(self.path, "rb") as f:
+            data = f.read()
+        seen: set[tuple[str, str]] = set()
+        out = []
+        for number, line in enumerate(data.split(b"\n")[:-1], start=1):
+            if not line.strip():
+                continue
+            trace = self._parse(line, number)
+            key = (trace.strategy, trace.probe_id)
+            if key not in seen:
+                seen.add(key)
+                out.append(trace)
+        return out
+
+    def _parse(self, line: bytes, number: int) -> Trace:
+        try:
+            d = json.loads(line.decode("utf-8"))
+            if not isinstance(d, dict):
+                raise ValueError(f"a JSON {type(d).__name__}, not an object")
+            for key in ("strategy", "probe_id"):
+                if not isinstance(d.get(key), str) or not d[key]:
+                    raise ValueError(f"no {key}")
+            return Trace.from_dict(d)
+        except (ValueError, KeyError, TypeError, AttributeError) as e:
+            why = f"{type(e).__name__}: {e}" if isinstance(e, KeyError | TypeError | AttributeError) else str(e)
+            raise TraceError(f"{self.path}:{number}: not a trace ({why[:200]})") from None
 
     def size(self) -> int:
         """The file's size in bytes (0 before the first trace): it grows with every append, so it

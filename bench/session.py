@@ -20,8 +20,10 @@ from typing import Any
 
 from tqdm import tqdm
 
+from bench import version
 from bench.report import format_table, summary_frame, write_atomic, write_summary
-from bench.runner import TRACES, TraceLog, run_strategy
+from bench.runlock import LOCK, LockHeld, RunLock
+from bench.runner import TRACES, TraceError, TraceLog, run_strategy
 from probes.load import SHIPPED_DIR, ProbeError, load_probe_set
 from strategies.backends import lm_class, make_lm, make_retriever
 from strategies.lm import LMError, LMUnavailable
@@ -97,6 +99,8 @@ class BenchSession:
     def __post_init__(self) -> None:
         if self.limit is not None and self.limit < 1:
             raise ConfigError(f"--limit must be >= 1, got {self.limit}")
+        # Every path option is checked first: a wrong one fails in one line before anything loads.
+        self._check_paths()
         try:
             lm_thread_safe = lm_class(self.lm).thread_safe
         except LMError as e:
@@ -111,11 +115,11 @@ class BenchSession:
         try:
             self.probe_set = load_probe_set(self.probes, self.probes_format)
         except ProbeError as e:
-            raise ConfigError(str(e)) from None
+            raise ConfigError(_probe_problem(self.probes, e)) from None
         self.selected = self.probe_set.probes[: self.limit] if self.limit else list(self.probe_set.probes)
         self.specs = expand(self.strategy)
         # Regression gates (bench/gate.py): with --gate or --save-baseline the latency reference runs first.
-        from bench.gate import GateError, Gating, fingerprint
+        from bench.gate import GateError, Gating
 
         try:
             self.gating = Gating.from_options(
@@ -132,7 +136,7 @@ class BenchSession:
         except SpecError as e:
             raise ConfigError(str(e)) from None
         # A bad price file fails before anything heavy is loaded; the LM's name picks the price below.
-        from bench.prices import PriceError, load_table, price_for
+        from bench.prices import PriceError, load_table
 
         try:
             if self.prices:
@@ -147,6 +151,29 @@ class BenchSession:
             raise ConfigError(str(e)) from None
         self._faithfulness: dict = {}  # (strategy, probe id) -> row, scored once per trace
         self._scored_at: tuple[int, list[Trace], Any] | None = None  # see _scored()
+        # A folder another process is writing is refused now, before the model loads (it is
+        # checked again, authoritatively, when the lock is taken).
+        self._lock: RunLock | None = None
+        if self.report_dir:
+            if not self.overwrite:
+                self._refuse_foreign_folder(Path(self.report_dir))
+            lock = RunLock(Path(self.report_dir))
+            owner = lock.live_owner()
+            if owner is not None:
+                raise ConfigError(lock.held_message(owner))
+        self.lm_backend = self.disk_cache = None
+        try:
+            self._load_backends()
+        except BaseException:
+            self.close()  # the model, the cache and the folder's lock, whatever was taken
+            raise
+
+    def _load_backends(self) -> None:
+        """Load the LM, the retriever and the cache, then open the run folder (the heavy part of
+        :meth:`__post_init__`; on an error the caller closes whatever was opened)."""
+        from bench.gate import GateError, fingerprint
+        from bench.prices import price_for
+
         try:
             self.lm_backend = make_lm(self.lm, self.lm_base_url, self.lm_api_key_env, self.lm_timeout, self.lm_retries)
         except LMUnavailable:
@@ -172,10 +199,9 @@ class BenchSession:
             self.gating.bind(fingerprint(self.config, self.strategies, len(self.selected)))
         except GateError as e:
             raise ConfigError(str(e)) from None
-        self.run_dir = self._open_run_dir()
-        self.log = TraceLog(self.run_dir / TRACES)
         self.results: dict[str, list[Trace]] = {}
         self.report_path: Path | None = None
+        self.run_dir = self._open_run_dir()
 
     def _config(self) -> dict[str, Any]:
         """Everything that determines the answers: compared on resume, hashed into the folder name."""
@@ -191,6 +217,11 @@ class BenchSession:
             "retriever": self.retriever_backend.describe(),
             "prompt_sha256": hashlib.sha256("\0".join(prompts).encode()).hexdigest(),
             "strategies": {spec: s.params() for spec, s in self.strategies.items()},
+            # The code that makes requests: its version and, per spec, every template, stop sequence,
+            # look-ahead and fixed text it sends (a resume across either is refused). After the
+            # parameters, so that a changed parameter is the difference a refusal names first.
+            "flarebench": version(),
+            "requests_sha256": {spec: s.request_sha256() for spec, s in self.strategies.items()},
         }
 
     def _probe_source(self) -> str:
@@ -203,12 +234,48 @@ class BenchSession:
     def config_hash(self) -> str:
         return hashlib.sha256(json.dumps(self.config, sort_keys=True).encode()).hexdigest()[:10]
 
+    def _check_paths(self) -> None:
+        """Refuse, in one line, a path option that cannot serve: a file where a folder is wanted
+        or the reverse, a missing input, a place that cannot be written."""
+        from bench.paths import PathError, check_folder, check_input_file
+
+        try:
+            check_folder("--report-dir", self.report_dir or "reports")
+            if self.cache:
+                from bench.cache import default_dir
+
+                check_folder("--cache", default_dir() if self.cache == "default" else self.cache)
+            if self.prices:
+                check_input_file("--prices", self.prices)
+        except PathError as e:
+            raise ConfigError(str(e)) from None
+
+    @staticmethod
+    def _refuse_foreign_folder(run_dir: Path) -> None:
+        # A folder holding files but no run is someone else's: never write into it unasked.
+        if (run_dir / RUN_JSON).exists() or not run_dir.is_dir():
+            return
+        if any(p.name != LOCK for p in run_dir.iterdir()):
+            raise ConfigError(f"{run_dir} exists and holds no flarebench run; use --overwrite or another --report-dir")
+
     def _open_run_dir(self) -> Path:
+        """Create, resume or refuse the run folder, holding its lock from here to :meth:`close`."""
         if self.report_dir:
             run_dir = Path(self.report_dir)
         else:
             stamp = dt.datetime.now(dt.UTC).strftime("%Y%m%dT%H%M%SZ")
             run_dir = Path("reports") / f"{stamp}-{self.config_hash}"
+        if not self.overwrite:
+            self._refuse_foreign_folder(run_dir)
+        run_dir.mkdir(parents=True, exist_ok=True)
+        self._lock = RunLock(run_dir)
+        try:
+            note = self._lock.acquire()
+        except LockHeld as e:
+            self._lock = None
+            raise ConfigError(str(e)) from None
+        if note:
+            print(f"flarebench: {note}", file=sys.stderr)
         run_json = run_dir / RUN_JSON
         if self.gating.active and run_json.exists():
             # A gate or a baseline is measured in one fresh run: nothing finished earlier is reused.
@@ -217,11 +284,11 @@ class BenchSession:
                     f"{run_dir} already holds a run; --gate and --save-baseline never resume one: "
                     "use another --report-dir, or --overwrite to replace it"
                 )
-            shutil.rmtree(run_dir)
+            _clear(run_dir)
         if run_json.exists():
             try:
                 old = json.loads(run_json.read_text(encoding="utf-8"))["config"]
-            except (ValueError, KeyError) as e:
+            except (ValueError, KeyError, TypeError) as e:
                 raise ConfigError(
                     f"{run_json}: not a flarebench run.json ({e}); use --overwrite to replace it"
                 ) from None
@@ -232,12 +299,19 @@ class BenchSession:
                     "use --overwrite to replace it or another --report-dir"
                 )
             if diff:
-                shutil.rmtree(run_dir)
-        elif run_dir.exists() and any(run_dir.iterdir()) and not self.overwrite:
-            raise ConfigError(f"{run_dir} exists and holds no flarebench run; use --overwrite or another --report-dir")
-        elif run_dir.exists() and self.overwrite:
-            shutil.rmtree(run_dir)
-        run_dir.mkdir(parents=True, exist_ok=True)
+                _clear(run_dir)
+        elif self.overwrite:
+            _clear(run_dir)
+        self.log = TraceLog(run_dir / TRACES)
+        try:
+            self.log.read()
+        except TraceError as e:
+            # A damaged line would be scored as nothing or resumed around: fixed by hand, or the
+            # run is started again.
+            if not self.overwrite:
+                raise ConfigError(f"{e}; fix or delete that line, or use --overwrite to start the run again") from None
+            _clear(run_dir)
+            self.log = TraceLog(run_dir / TRACES)
         self._write_run_json(run_dir, status="running")
         return run_dir
 
@@ -249,6 +323,9 @@ class BenchSession:
             "created_utc": dt.datetime.fromtimestamp(self.started, dt.UTC).isoformat(),
             "limit": self.limit,
             "probes_run": len(self.selected),
+            # The probes this run selected, exactly: `bench score` scores these and no others (a
+            # folder resumed with another --limit holds traces of probes outside the selection).
+            "probe_ids": [p.id for p in self.selected],
             "config": self.config,
             "versions": _versions(),
             "command": " ".join(sys.argv),
@@ -350,6 +427,31 @@ class BenchSession:
         return format_table(self.summary(), compact=True)
 
     def close(self) -> None:
-        self.lm_backend.close()
-        if self.disk_cache is not None:
-            self.disk_cache.close()
+        """Close the LM and the cache and release the run folder's lock (safe to call twice)."""
+        try:
+            if getattr(self, "lm_backend", None) is not None:
+                self.lm_backend.close()
+            if getattr(self, "disk_cache", None) is not None:
+                self.disk_cache.close()
+        finally:
+            if getattr(self, "_lock", None) is not None:
+                self._lock.release()
+
+
+def _clear(run_dir: Path) -> None:
+    """Empty a run folder for a fresh run, keeping its lock (held by this session)."""
+    for entry in run_dir.iterdir():
+        if entry.name == LOCK:
+            continue
+        if entry.is_dir() and not entry.is_symlink():
+            shutil.rmtree(entry)
+        else:
+            entry.unlink()
+
+
+def _probe_problem(source: str, error: ProbeError) -> str:
+    """A probe set's problems in one line: the first, and how to see them all."""
+    lines = str(error).splitlines() or [""]
+    if len(lines) == 1:
+        return lines[0]
+    return f"{lines[0]} (and {len(lines) - 1} more; `python -m probes validate {source}` lists them)"

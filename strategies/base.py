@@ -3,13 +3,16 @@
 from __future__ import annotations
 
 import dataclasses
+import hashlib
+import json
 from abc import ABC, abstractmethod
 from typing import Any, ClassVar
 
 from strategies.lm import LM
-from strategies.prompts import OPEN_BOOK, extract_answer
+from strategies.prompts import OPEN_BOOK, STOP, extract_answer
 from strategies.records import FIRST_HOP, Passage, Retrieval, Step, Trace
 from strategies.retriever import Retriever
+from strategies.steps import LOOKAHEAD_TOKENS
 
 
 @dataclasses.dataclass
@@ -43,6 +46,18 @@ class Strategy(ABC):
     def static_prompts(self) -> tuple[str, ...]:
         """The static prompt prefixes this strategy sends (hashed into the run's configuration)."""
         return (OPEN_BOOK.static,)
+
+    def request_shape(self) -> dict[str, Any]:
+        """What shapes this strategy's LM requests besides its parameters: every prompt it sends,
+        rendered with placeholders, its stop sequences, the sentence look-ahead and any fixed text
+        it writes. The run configuration records a hash of it, so a changed template is never
+        resumed into an old run or served from an old cache entry. Override to add what a strategy
+        sends beyond the default open-book prompt."""
+        return {"prompts": [OPEN_BOOK.sample()], "stops": [list(STOP)], "lookahead_tokens": LOOKAHEAD_TOKENS}
+
+    def request_sha256(self) -> str:
+        """The hash of :meth:`request_shape` recorded in the run configuration."""
+        return hashlib.sha256(json.dumps(self.request_shape(), sort_keys=True).encode()).hexdigest()
 
     def params(self) -> dict[str, Any]:
         """The parameters as recorded in run.json."""

@@ -14,7 +14,7 @@ from strategies.records import Passage
 from strategies.retriever import CorpusDoc, Retriever, as_passages, cache_root
 
 # Lucene's BM25 as Anserini configures it for passage search; with the Porter stemmer bm25s's top-5
-# agrees with Lucene's on ~98% of queries (DESIGN.md).
+# agrees with Lucene's on ~98% of queries (docs/design.md, Engines).
 PARAMS = {"k1": 0.9, "b": 0.4, "method": "lucene"}
 STOPWORDS = "en"
 

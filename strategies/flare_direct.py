@@ -8,6 +8,7 @@ regenerate the sentence and accept that. Repeat until the answer ends.
 
 from __future__ import annotations
 
+import itertools
 import re
 from dataclasses import dataclass
 from typing import Literal
@@ -22,18 +23,27 @@ from strategies.steps import Sentence, answer_finished, next_sentence
 
 ABSTENTION = " I am not confident enough to answer this question."
 
-# Explicit queries: the LM writes one question per low-confidence span (the paper's Figure 3 prompt
-# asks for a question "to which the answer is" the span). Static first, so its prefix is reused.
+#: The trigger flare_direct uses: any drafted token with p <= theta (recorded in ``Step.gate``).
+TRIGGER = "min_prob"
+
+# Explicit queries: the LM writes one question per low-confidence span, having read the answer so far
+# and the drafted sentence (the official prompt shows the generated text, then asks for "a question to
+# which the answer is" the span). Static first, so its prefix is reused.
 QUESTION_PROMPT = (
-    "Write the question that the sentence answers with the given span.\n\n"
-    "Sentence: The father of Nell Oster is Tam Oster.\nSpan: Tam Oster\nQuestion: Who is the father of Nell Oster?\n\n"
-    "Sentence: The hobby of Tam Oster is fishing.\nSpan: fishing\nQuestion: What is the hobby of Tam Oster?\n\n"
+    "Read the passage, then write the question whose answer is the given span of its last sentence.\n\n"
+    "Passage: The friend of Ivo Lanark is Bea Tull. The mother of Bea Tull is Rosa Tull.\n"
+    "Span: Rosa Tull\nQuestion: Who is the mother of Bea Tull?\n\n"
+    "Passage: The father of Nell Oster is Tam Oster. The hobby of Tam Oster is fishing.\n"
+    "Span: fishing\nQuestion: What is the hobby of Tam Oster?\n\n"
 )
+QUESTION_QUERY = "Passage: {passage}\nSpan: {span}\nQuestion:"
+QUESTION_STOP = ("\n",)
 
 
 def masked_query(s: Sentence, beta: float) -> str:
-    """The implicit query: the draft with every token of probability <= beta left out."""
-    kept = "".join(tok for tok, p in zip(s.tokens, s.probs) if p > beta)
+    """The implicit query: the draft with every token of probability <= beta replaced by a space, as
+    the official code masks, so a masked sub-word never glues its neighbours into a new term."""
+    kept = "".join(tok if p > beta else " " for tok, p in zip(s.tokens, s.probs))
     return " ".join(kept.split())
 
 
@@ -54,6 +64,13 @@ def dedupe(docs: list[Passage]) -> list[Passage]:
     """Documents in order, each doc id once."""
     seen: set[str] = set()
     return [d for d in docs if not (d.id in seen or seen.add(d.id))]
+
+
+def round_robin(results: list[list[Passage]], k: int) -> list[Passage]:
+    """Several queries' rankings merged as the official code merges them: every query's first
+    document, then every query's second, ..., each doc id once, cut back to ``k``."""
+    ranked = [d for rank in itertools.zip_longest(*results) for d in rank if d is not None]
+    return dedupe(ranked)[:k]
 
 
 @register("flare_direct")
@@ -95,6 +112,12 @@ class FlareDirect(Strategy):
     def static_prompts(self) -> tuple[str, ...]:
         return (OPEN_BOOK.static, QUESTION_PROMPT)
 
+    def request_shape(self) -> dict:
+        shape = super().request_shape()
+        shape["prompts"].append(QUESTION_PROMPT + QUESTION_QUERY)
+        shape["stops"].append(list(QUESTION_STOP))
+        return {**shape, "abstention": ABSTENTION, "trigger": TRIGGER}
+
     def run(self, question: str, lm: LM, retriever: Retriever) -> Trace:
         # pending: retrievals not yet recorded on a step (they go on the step they serve)
         docs, pending = first_hop(retriever, question, self.k, self.first_retrieval)
@@ -103,63 +126,81 @@ class FlareDirect(Strategy):
         while used < self.max_tokens:
             budget = min(self.lookahead_tokens, self.max_tokens - used)
             draft = next_sentence(lm, OPEN_BOOK.build(question, docs, answer), budget, logprobs=True, purpose="draft")
-            calls, retrievals = [draft.call], pending
-            pending = []
-            low = [(tok, p) for tok, p in zip(draft.tokens, draft.probs) if p <= self.theta]
+            calls, retrievals, pending = [draft.call], pending, []
+            gate = self.judge(draft)
             sentence = draft
-            if low and draft.text.strip():
+            if gate and gate["fired"]:
                 if self.max_retrievals is not None and mid_retrievals >= self.max_retrievals:
+                    gate["skipped"] = "retrieval_cap"
                     if self.abstain:
-                        steps.append(Step(ABSTENTION, calls, retrievals))
+                        steps.append(Step(ABSTENTION, calls, retrievals, gate))
                         return finish(question, steps, capped="abstain")
                 else:
-                    mid_retrievals += 1
-                    found = self._retrieve(question, draft, lm, retriever, low, calls, retrievals)
-                    docs = dedupe(docs + found)[: self.max_docs] if self.context == "accumulate" else dedupe(found)
-                    sentence = next_sentence(
-                        lm, OPEN_BOOK.build(question, docs, answer), budget, logprobs=True, purpose="regenerate"
-                    )
-                    calls.append(sentence.call)
+                    found = self._retrieve(answer, draft, lm, retriever, gate, calls, retrievals)
+                    if found is None:
+                        gate["skipped"] = "empty_query"  # nothing left to search with: keep the draft
+                    else:
+                        mid_retrievals += 1
+                        docs = dedupe(docs + found)[: self.max_docs] if self.context == "accumulate" else found
+                        sentence = next_sentence(
+                            lm, OPEN_BOOK.build(question, docs, answer), budget, logprobs=True, purpose="regenerate"
+                        )
+                        calls.append(sentence.call)
             answer += sentence.text
             used += len(sentence.tokens)
-            steps.append(Step(sentence.text, calls, retrievals))
+            steps.append(Step(sentence.text, calls, retrievals, gate))
             if answer_finished(answer, sentence.text, sentence.ended):
                 return finish(question, steps)
         return finish(question, steps)
 
+    def judge(self, draft: Sentence) -> dict | None:
+        """What the trigger saw in a drafted sentence: its score (the lowest token probability of the
+        sentence's own tokens), the threshold, and whether it fired (score <= theta). None for an
+        empty draft, which is never judged."""
+        if not draft.text.strip() or not draft.probs:
+            return None
+        score = min(draft.probs)
+        return {"trigger": TRIGGER, "score": score, "threshold": self.theta, "fired": score <= self.theta}
+
     def _retrieve(
         self,
-        question: str,
+        answer: str,
         draft: Sentence,
         lm: LM,
         retriever: Retriever,
-        low: list,
+        gate: dict,
         calls: list[LMCall],
         retrievals: list[Retrieval],
-    ) -> list[Passage]:
-        """Form the query (or queries) from the draft, retrieve, and record why."""
-        why = {
-            "min_p": round(min(p for _, p in low), 4),
-            "low_tokens": [[t, round(p, 4)] for t, p in low],
-            "draft": draft.text,
-        }
-        spans = low_spans(draft, self.beta) if self.query == "explicit" else []
-        if spans:
-            queries = []
-            for span in spans:
+    ) -> list[Passage] | None:
+        """Form the query (or queries) from the draft, retrieve, record why, and return the k
+        documents for context; None when no query is left (every token masked), as the official
+        code then retrieves nothing."""
+        low = [(t, p) for t, p in zip(draft.tokens, draft.probs) if p <= self.theta]
+        why = {"min_p": round(gate["score"], 4), "low_tokens": [[t, round(p, 4)] for t, p in low], "draft": draft.text}
+        queries: list[tuple[str, str | None]] = []
+        if self.query == "explicit":
+            passage = (answer + draft.text).strip()
+            for span in low_spans(draft, self.beta):
                 call = lm.generate(
-                    Prompt(QUESTION_PROMPT, f"Sentence: {draft.text.strip()}\nSpan: {span}\nQuestion:"),
+                    Prompt(QUESTION_PROMPT, QUESTION_QUERY.format(passage=passage, span=span)),
                     32,
-                    stop=("\n",),
+                    stop=QUESTION_STOP,
                     purpose="query",
                 )
                 calls.append(call)
-                queries.append((call.text.strip() or draft.text.strip(), span))
-        else:  # implicit, or explicit with no token at or below beta: the masked draft itself
-            queries = [(masked_query(draft, self.beta) or question, None)]
-        found: list[Passage] = []
+                reply = call.text.strip()
+                if reply.endswith("?"):  # the official code keeps questions only
+                    queries.append((reply, span))
+                else:
+                    gate.setdefault("rejected_questions", []).append(reply)
+        if not queries:  # implicit; or explicit without a span or a usable question: the masked draft
+            masked = masked_query(draft, self.beta)
+            if not masked:
+                return None
+            queries = [(masked, None)]
+        results = []
         for query, span in queries:
             passages, r = retrieve(retriever, query, self.k, LOW_CONFIDENCE, **why, **({"span": span} if span else {}))
             retrievals.append(r)
-            found += passages
-        return found
+            results.append(passages)
+        return round_robin(results, self.k)

@@ -19,6 +19,8 @@ from strategies.retriever import Retriever
 from strategies.steps import answer_finished
 
 SEARCH_OPEN = "[Search("
+SEARCH_CLOSE = (")]",)  # the stop that ends a search call
+BIASED = ("[", " [")  # the tokens that open a search call, raised by search_bias
 
 # The shared exemplars, with a search call before each fact the answer needs.
 SEARCH_EXEMPLARS = tuple(
@@ -83,6 +85,14 @@ class FlareInstruct(Strategy):
     def static_prompts(self) -> tuple[str, ...]:
         return (SEARCH_TEMPLATE.static,)
 
+    def request_shape(self) -> dict:
+        return {
+            "prompts": [SEARCH_TEMPLATE.sample()],
+            "stops": [list(STOP + SEARCH_CLOSE), list(STOP)],
+            "search_call": SEARCH_OPEN,
+            "biased_tokens": list(BIASED),
+        }
+
     def run(self, question: str, lm: LM, retriever: Retriever) -> Trace:
         # pending: retrievals not yet recorded on a step (they go on the step they serve)
         docs, pending = first_hop(retriever, question, self.k, self.first_retrieval)
@@ -91,14 +101,14 @@ class FlareInstruct(Strategy):
         while used < self.max_tokens:
             can_search = searches < self.max_searches
             bias = (
-                {"[": self.search_bias, " [": self.search_bias}
+                dict.fromkeys(BIASED, self.search_bias)
                 if can_search and self.search_bias and lm.supports_logit_bias
                 else {}
             )
             call = lm.generate(
                 SEARCH_TEMPLATE.build(question, docs, answer),
                 self.max_tokens - used,
-                stop=STOP + (")]",) if can_search else STOP,
+                stop=STOP + SEARCH_CLOSE if can_search else STOP,
                 purpose="generate",
                 logit_bias=bias,
             )

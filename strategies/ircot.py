@@ -27,6 +27,8 @@ class IRCoT(Strategy):
     paragraphs (the paper's separate reader), and its answer is the output.
     """
 
+    # The official code's defaults: its CoT generator stops after max_num_sentences = 10 sentences,
+    # and its configs cap the collected paragraphs at global_max_num_paras = 15.
     max_steps: int = 10
     max_paragraphs: int = 15
     reader: bool = False

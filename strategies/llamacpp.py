@@ -7,7 +7,9 @@ Two things make it fast and reproducible:
   token (~7 tok/s) and its ``echo=True`` prompt logprobs are wrong in 0.3.36; neither is used.
 * The static prompt prefix is evaluated once per run; the KV cache is cut back to it (or restored
   from a snapshot of it) before every call, so each call evaluates only its own tokens, always in
-  the same batches from the same state: same configuration, same answers.
+  the same batches from the same state: same configuration, same answers. The prompt is tokenized
+  whole, as a server tokenizes it, and only the tokens it shares with the static prefix's own
+  tokenization come from the prefix's state, so both paths see the same tokens.
 """
 
 from __future__ import annotations
@@ -19,7 +21,7 @@ from pathlib import Path
 import llama_cpp
 import numpy as np
 
-from strategies.lm import LM, GenerationRequest, LMError
+from strategies.lm import LM, GenerationRequest, LMError, token_texts
 from strategies.records import LMCall
 from strategies.sentences import split_sentences
 
@@ -66,9 +68,9 @@ class LlamaCppLM(LM):
         self._sha256: str | None = None
         self._prefix_ids: dict[str, list[int]] = {}
         self._snapshots: dict[str, bytes] = {}
-        self._loaded: str | None = None  # the static prefix whose KV is in the cache now
-        self._last_dyn: list[int] = []  # the last call's dynamic prompt tokens
-        self._kv_dyn: list[int] = []  # tokens in the KV cache after the static prefix
+        self._kv: list[int] = []  # the tokens whose keys and values are in the cache, in order
+        self._pristine = 0  # how many leading ones were computed by a static prefix's own evaluation
+        self._last: list[int] = []  # the last call's whole prompt
         self._piece_cache: dict[int, bytes] = {}
 
     # -- prefix handling -------------------------------------------------------------------------
@@ -76,55 +78,66 @@ class LlamaCppLM(LM):
     def _tokenize(self, text: str, bos: bool) -> list[int]:
         return self._llm.tokenize(text.encode("utf-8"), add_bos=bos, special=False)
 
-    def _use_prefix(self, static: str) -> int:
-        """Put the KV cache at the end of ``static``; return how many tokens had to be evaluated."""
+    def _prefix(self, static: str) -> tuple[list[int], int]:
+        """The static prefix's own tokens, evaluated once per run (its state kept as a snapshot);
+        returns them and how many tokens had to be evaluated now (0 once it exists)."""
         ids = self._prefix_ids.get(static)
         if ids is None:
             ids = self._prefix_ids[static] = self._tokenize(static, bos=True)
-        if self._loaded == static:
-            return 0
-        self._last_dyn, self._kv_dyn = [], []
-        snap = self._snapshots.get(static)
-        if snap is not None:
-            buf = (ctypes.c_uint8 * len(snap)).from_buffer_copy(snap)
-            if llama_cpp.llama_state_set_data(self._ctx, buf, len(snap)) != len(snap):
-                raise LMError("could not restore the prompt-prefix state")
-            self._llm.input_ids[: len(ids)] = ids
-            self._llm.n_tokens = len(ids)
-            self._loaded = static
-            return 0
+        if static in self._snapshots:
+            return ids, 0
         self._llm.reset()
-        self._eval(ids)
+        self._kv, self._last = [], []
+        self._eval(ids, at=0)
         size = llama_cpp.llama_state_get_size(self._ctx)
         buf = (ctypes.c_uint8 * size)()
         n = llama_cpp.llama_state_get_data(self._ctx, buf, size)
         self._snapshots[static] = bytes(buf[:n])
-        self._loaded = static
-        return len(ids)
+        self._pristine = len(ids)
+        return ids, len(ids)
 
-    def _reusable(self, dyn: list[int]) -> int:
-        """How many tokens of ``dyn`` can be kept from the KV cache beyond the static prefix.
+    def _restore(self, static: str) -> None:
+        """Put the cache back at the end of ``static``'s own evaluation, from its snapshot."""
+        snap, ids = self._snapshots[static], self._prefix_ids[static]
+        buf = (ctypes.c_uint8 * len(snap)).from_buffer_copy(snap)
+        if llama_cpp.llama_state_set_data(self._ctx, buf, len(snap)) != len(snap):
+            raise LMError("could not restore the prompt-prefix state")
+        self._llm.input_ids[: len(ids)] = ids
+        self._llm.n_tokens = len(ids)
+        self._kv, self._pristine, self._last = list(ids), len(ids), []
 
-        Only when this prompt extends the previous call's whole prompt (the next step of the same
-        answer, as when FLARE accepts a sentence and drafts the next): then the cache holds that
-        prompt and the tokens generated after it. A prompt of another probe never extends it, so
-        each probe's calls evaluate the same tokens from the same state wherever the run starts.
+    def _start(self, static: str, full: list[int]) -> tuple[int, int]:
+        """Make the cache hold the first tokens of ``full`` that can be reused; returns how many it
+        holds and how many tokens building the static prefix evaluated.
+
+        The whole prompt is tokenized as one text (as a server does), so the junction between the
+        static and the dynamic part may tokenize differently from the static part alone: only the
+        tokens both share are taken from the static prefix's state. Beyond that, tokens are reused
+        only when this prompt extends the previous call's whole prompt (the next step of the same
+        answer): a prompt of another probe never does, so every probe's calls evaluate the same
+        tokens from the same state wherever the run starts.
         """
-        if not self._last_dyn or dyn[: len(self._last_dyn)] != self._last_dyn:
-            return 0
-        common = 0
-        for a, b in zip(dyn, self._kv_dyn):
-            if a != b:
-                break
-            common += 1
-        return min(common, len(dyn) - 1)  # evaluate at least one token to get fresh logits
+        prefix, evaluated = self._prefix(static)
+        shared = _common(prefix, full)
+        # Of the prefix evaluated now, count only the tokens this prompt holds (not the junction
+        # token or two that its own tokenization merges differently).
+        evaluated = min(evaluated, shared)
+        clean = self._pristine >= shared and self._kv[:shared] == prefix[:shared]
+        if clean and self._last and full[: len(self._last)] == self._last:
+            return min(_common(self._kv, full), len(full) - 1), evaluated  # >= 1 token for fresh logits
+        if not clean:
+            self._restore(static)
+        return min(shared, len(full) - 1), evaluated
 
-    def _eval(self, ids: list[int]) -> None:
-        if self._llm.n_tokens + len(ids) > self._llm.n_ctx():
-            raise LMError(
-                f"prompt of {self._llm.n_tokens + len(ids)} tokens exceeds the context of {self._llm.n_ctx()}"
-            )
+    def _eval(self, ids: list[int], at: int) -> None:
+        """Evaluate ``ids`` after the first ``at`` tokens in the cache (eval() cuts the cache there)."""
+        if at + len(ids) > self._llm.n_ctx():
+            raise LMError(f"prompt of {at + len(ids)} tokens exceeds the context of {self._llm.n_ctx()}")
+        self._kv, self._last = self._kv[:at], []  # unknown until this evaluation succeeds
+        self._pristine = min(self._pristine, at)
+        self._llm.n_tokens = at
         self._llm.eval(ids)
+        self._kv += ids
 
     # -- decoding ----------------------------------------------------------------------------------
 
@@ -148,18 +161,13 @@ class LlamaCppLM(LM):
         return vec
 
     def _complete(self, request: GenerationRequest) -> LMCall:
-        static_in_cache = self._loaded == request.prompt.static
-        evaluated = self._use_prefix(request.prompt.static)
-        prefix_len = len(self._prefix_ids[request.prompt.static])
-        dyn = self._tokenize(request.prompt.dynamic, bos=False)
-        if not dyn:
+        full = self._tokenize(request.prompt.text, bos=True)
+        if len(full) <= 1 or not request.prompt.dynamic:
             raise LMError("the prompt's dynamic part is empty: there is nothing to continue from")
-        keep = self._reusable(dyn) if static_in_cache else 0
-        self._last_dyn, self._kv_dyn = [], []  # unknown until this evaluation succeeds
-        self._llm.n_tokens = prefix_len + keep  # eval() cuts the KV cache back to n_tokens
-        self._eval(dyn[keep:])
-        evaluated += len(dyn) - keep
-        self._last_dyn, self._kv_dyn = dyn, list(dyn)
+        keep, evaluated = self._start(request.prompt.static, full)
+        self._eval(full[keep:], at=keep)
+        evaluated += len(full) - keep
+        self._last = full
         bias = self._bias_vector(request.logit_bias)
         out = bytearray()
         ends: list[int] = []  # byte offset where each generated token's text ends
@@ -197,20 +205,20 @@ class LlamaCppLM(LM):
                     break
             if self._llm.n_tokens + 1 > self._llm.n_ctx():
                 break
-            self._eval([tok])
-            self._kv_dyn.append(tok)
+            self._llm.eval([tok])
+            self._kv.append(tok)
         text_bytes = bytes(out[:cut]) if cut is not None else bytes(out)
         # Keep the tokens that contribute text before the stop sequence.
         keep = len(toks) if cut is None else sum(1 for i in range(len(toks)) if (ends[i - 1] if i else 0) < cut)
         return LMCall(
             purpose=request.purpose,
-            prompt_tokens=prefix_len + len(dyn),
+            prompt_tokens=len(full),
             evaluated_tokens=evaluated,
             completion_tokens=len(toks),
             text=text_bytes.decode("utf-8", errors="replace"),
             finish_reason=finish,
             seconds=0.0,
-            tokens=[self._piece(t).decode("utf-8", errors="replace") for t in toks[:keep]],
+            tokens=token_texts([self._piece(t) for t in toks[:keep]]),
             logprobs=logprobs[:keep] if request.logprobs else None,
         )
 
@@ -226,11 +234,23 @@ class LlamaCppLM(LM):
             "n_ctx": self._llm.n_ctx(),
             "n_threads": N_THREADS,
             "n_batch": N_BATCH,
+            # The whole prompt is tokenized as one text, as a server does (answers changed with it).
+            "tokenization": "whole-prompt",
             "decoding": "greedy",
         }
 
     def close(self) -> None:
         self._llm.close()
+
+
+def _common(a: list[int], b: list[int]) -> int:
+    """How many leading tokens two token lists share."""
+    n = 0
+    for x, y in zip(a, b):
+        if x != y:
+            break
+        n += 1
+    return n
 
 
 def _ends_sentence(out: bytearray, at: int) -> bool:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import codecs
 import time
 from abc import ABC, abstractmethod
 from dataclasses import dataclass, field
@@ -36,6 +37,20 @@ class GenerationRequest:
     #: A hint: the caller keeps only the first sentence, so the backend may stop once a second
     #: sentence begins (finish_reason "sentence"). Backends that cannot, generate on; callers cut.
     stop_at_sentence: bool = False
+
+
+def token_texts(pieces: list[bytes]) -> list[str]:
+    """Each token's text, given its bytes, such that the texts join to exactly the decoded whole.
+
+    A character split across tokens (a multi-byte name like "Zoë") belongs to the token that
+    completes it: the token holding its first byte has no text of its own. Decoding each token alone
+    would give two replacement characters for one letter and shift every character offset after it.
+    """
+    decoder = codecs.getincrementaldecoder("utf-8")(errors="replace")
+    texts = [decoder.decode(p) for p in pieces]
+    if texts:
+        texts[-1] += decoder.decode(b"", final=True)
+    return texts
 
 
 class LMError(RuntimeError):

@@ -21,6 +21,9 @@ class NoRetrieval(Strategy):
     def static_prompts(self) -> tuple[str, ...]:
         return (CLOSED_BOOK.static,)
 
+    def request_shape(self) -> dict:
+        return {"prompts": [CLOSED_BOOK.sample()], "stops": [list(STOP)]}
+
     def run(self, question: str, lm: LM, retriever: Retriever) -> Trace:
         call = lm.generate(CLOSED_BOOK.build(question), self.max_tokens, stop=STOP)
         return finish(question, [Step(call.text, [call])])

@@ -1,6 +1,6 @@
 """Few-shot chain-of-thought prompts, laid out so the part that never changes comes first.
 
-Layout (DESIGN.md, performance): instruction and exemplars (static), then the documents, then the
+Layout (docs/design.md, Determinism): instruction and exemplars (static), then the documents, then the
 question, then the answer so far. Every exemplar ends with "So the answer is X." and
 :func:`extract_answer` reads the final answer back from that statement.
 """
@@ -102,6 +102,11 @@ class PromptTemplate:
             parts.append(f"Question: {ex.question}\nAnswer: {ex.answer}\n\n")
         return "".join(parts)
 
+    def sample(self) -> str:
+        """The whole prompt rendered with placeholders: what identifies the template (static part,
+        document block, question and answer layout) in a run's request fingerprint."""
+        return self.build("<question>", [Passage("<id>", "<title>", "<text>")], "<answer so far>").text
+
     def build(self, question: str, docs: list[Passage] = (), answer_so_far: str = "") -> Prompt:
         """The prompt for ``question`` with ``docs`` in context and the answer generated so far.
 
@@ -127,6 +132,23 @@ def extract_answer(output: str) -> str | None:
     answer = first_sentence(m.group(1).split("\n")[0]).strip()
     answer = re.sub(r"[.\s]+$", "", answer)
     return answer or None
+
+
+# A stated answer that says there is none ("The answer is not in the documents"): an abstention.
+_ABSTENTION_RE = re.compile(
+    r"\b(?:not (?:(?:mentioned|given|stated|found|provided|listed) )?(?:in|by) the "
+    r"(?:documents?|passages?|text|context)"
+    r"|(?:cannot|can't|can not) be (?:determined|answered|found)"
+    r"|(?:no|not enough|insufficient) information"
+    r"|(?:i )?(?:do not|don't) know)\b",
+    re.IGNORECASE,
+)
+
+
+def is_abstention(answer: str | None) -> bool:
+    """Whether a stated answer declines to answer ("not in the documents", "cannot be determined",
+    "no information", "I don't know") instead of giving one."""
+    return bool(answer) and _ABSTENTION_RE.search(answer) is not None
 
 
 def states_answer(text: str) -> bool:

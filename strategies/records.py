@@ -74,6 +74,10 @@ class Step:
     text: str
     lm_calls: list[LMCall] = field(default_factory=list)
     retrievals: list[Retrieval] = field(default_factory=list)
+    #: What a confidence trigger judged at this step (FLARE direct): ``trigger``, ``score``,
+    #: ``threshold``, ``fired`` and, when it fired but retrieved nothing, ``skipped`` with why.
+    #: The gate columns are computed from these records alone.
+    gate: dict[str, Any] | None = None
 
     @property
     def triggered(self) -> bool:
@@ -119,6 +123,7 @@ class Trace:
                 text=s["text"],
                 lm_calls=[LMCall(**c) for c in s["lm_calls"]],
                 retrievals=[Retrieval(**r) for r in s["retrievals"]],
+                gate=s.get("gate"),
             )
             for s in d.get("steps", [])
         ]

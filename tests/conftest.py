@@ -41,3 +41,15 @@ def lm():
     model = make_lm("llamacpp:smollm2")
     yield model
     model.close()
+
+
+@pytest.fixture
+def scripted_lm(monkeypatch):
+    """Sessions made in this test answer with :class:`tests.scripted.ProbeAwareLM` instead of
+    loading the model (for tests of the harness's control flow, never of what it measures)."""
+    import bench.session
+    from tests.scripted import ProbeAwareLM
+
+    lm = ProbeAwareLM()
+    monkeypatch.setattr(bench.session, "make_lm", lambda *args, **kwargs: lm)
+    return lm

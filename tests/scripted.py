@@ -6,6 +6,8 @@ Never used for anything a benchmark reports on; the real embedded LM is tested e
 
 from __future__ import annotations
 
+import contextlib
+import io
 import math
 
 from strategies.lm import LM, GenerationRequest
@@ -90,3 +92,13 @@ class ProbeAwareLM(ScriptedLM):
         self.script = [item]
         self.requests = []
         return super()._complete(request)
+
+
+def run_cli(*args: str) -> tuple[int, str, str]:
+    """``flarebench ARGS`` in this process: (exit status, stdout, stderr)."""
+    from bench import cli
+
+    out, err = io.StringIO(), io.StringIO()
+    with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
+        code = cli.main(list(args))
+    return code, out.getvalue(), err.getvalue()

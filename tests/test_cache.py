@@ -3,21 +3,19 @@ hit is marked, and a run served from the cache reports warm latency apart from c
 
 from __future__ import annotations
 
-import contextlib
-import io
 import json
 
 import pandas as pd
 import pytest
 
+import bench.cache
 import bench.session
-from bench import cli
 from bench.cache import CachedLM, CachedRetriever, DiskCache
 from strategies.base import retrieve
 from strategies.bm25 import BM25Retriever
 from strategies.lm import Prompt
 from strategies.records import Passage
-from tests.scripted import ProbeAwareLM, ScriptedLM
+from tests.scripted import ScriptedLM, run_cli
 
 PROMPT = Prompt("Static part. ", "Question: who? Answer:")
 
@@ -76,6 +74,14 @@ def test_the_cache_persists_and_is_per_model(tmp_path):
     assert CachedLM(other, DiskCache(tmp_path)).generate(PROMPT, 8).text == "z" and len(other.requests) == 1
 
 
+def test_the_cache_is_per_flarebench_version(tmp_path, monkeypatch):
+    # A code change that alters answers comes with a new version: old entries are not served.
+    CachedLM(Described(["x"]), DiskCache(tmp_path)).generate(PROMPT, 8)
+    monkeypatch.setattr(bench.cache, "version", lambda: "9.9.9")
+    newer = Described(["y"])
+    assert CachedLM(newer, DiskCache(tmp_path)).generate(PROMPT, 8).text == "y" and len(newer.requests) == 1
+
+
 def test_a_repeated_retrieval_is_served_from_the_cache(tmp_path):
     docs = [Passage("a", "Ann", "Ann wrote the book."), Passage("b", "Bob", "Bob lives in Rome.")]
     cache = DiskCache(tmp_path)
@@ -90,20 +96,12 @@ def test_a_repeated_retrieval_is_served_from_the_cache(tmp_path):
     assert not retrieve(other, "who wrote the book", 1, "first_hop")[1].cached
 
 
-def _cli(*args) -> tuple[int, str, str]:
-    out, err = io.StringIO(), io.StringIO()
-    with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
-        code = cli.main(list(args))
-    return code, out.getvalue(), err.getvalue()
-
-
-def test_a_second_run_is_warm_and_reports_latency_apart(tmp_path, monkeypatch):
-    monkeypatch.setattr(bench.session, "make_lm", lambda *args, **kwargs: ProbeAwareLM())
+def test_a_second_run_is_warm_and_reports_latency_apart(tmp_path, scripted_lm):
     common = ["run", "--strategy", "single_time", "--strategy", "flare_direct", "--limit", "4"]
     cache = str(tmp_path / "cache")
-    code, out, err = _cli(*common, "--report-dir", str(tmp_path / "cold"), "--cache", cache)
+    code, out, err = run_cli(*common, "--report-dir", str(tmp_path / "cold"), "--cache", cache)
     assert code == 0, out + err
-    code, out, err = _cli(*common, "--report-dir", str(tmp_path / "warm"), "--cache", cache)
+    code, out, err = run_cli(*common, "--report-dir", str(tmp_path / "warm"), "--cache", cache)
     assert code == 0, out + err
     cold, warm = (pd.read_csv(tmp_path / name / "summary.csv") for name in ("cold", "warm"))
     # In the first run only single_time is cold throughout: flare_direct already finds its first-hop
@@ -121,3 +119,18 @@ def test_a_second_run_is_warm_and_reports_latency_apart(tmp_path, monkeypatch):
     traces = [json.loads(line) for line in (tmp_path / "warm" / "traces.jsonl").read_text().splitlines()]
     assert all(c["cached"] for t in traces for s in t["steps"] for c in s["lm_calls"])
     assert all(r["cached"] for t in traces for s in t["steps"] for r in s["retrievals"])
+
+
+def test_a_run_of_another_version_or_template_is_not_resumed(tmp_path, monkeypatch, scripted_lm):
+    run = str(tmp_path / "run")
+    assert run_cli("run", "--strategy", "single_time", "--limit", "1", "--report-dir", run)[0] == 0
+    info = json.loads((tmp_path / "run" / "run.json").read_text())
+    assert info["config"]["flarebench"] == bench.version() and set(info["config"]["requests_sha256"]) == {"single_time"}
+    monkeypatch.setattr(bench.session, "version", lambda: "9.9.9")
+    code, _, err = run_cli("run", "--strategy", "single_time", "--limit", "1", "--report-dir", run)
+    assert code == 2 and f"flarebench (was '{bench.version()}', now '9.9.9')" in err
+    monkeypatch.setattr(bench.session, "version", bench.version)
+    # A changed stop sequence (or template) changes the request fingerprint: refused as well.
+    monkeypatch.setattr("strategies.base.STOP", ("\n\n",))
+    code, _, err = run_cli("run", "--strategy", "single_time", "--limit", "1", "--report-dir", run)
+    assert code == 2 and "requests_sha256.single_time" in err

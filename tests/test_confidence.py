@@ -1,4 +1,4 @@
-"""bench.confidence: AUROC by hand, draft minimum probabilities, theta from a spec."""
+"""bench.confidence: AUROC by hand, the gate records of a trace, the gate columns."""
 
 from __future__ import annotations
 
@@ -6,7 +6,7 @@ import math
 
 import pytest
 
-from bench.confidence import auroc, draft_min_p, gate_summary, theta_of
+from bench.confidence import auroc, gate_record, gate_summary
 from strategies.records import LMCall, Step, Trace
 
 
@@ -40,32 +40,26 @@ def test_auroc_undefined_with_one_class():
     assert math.isnan(auroc([], []))
 
 
-def _call(purpose, probs):
-    return LMCall(purpose, 10, 10, len(probs), "x", "stop", 0.0, logprobs=[math.log(p) for p in probs])
+def _step(score=None, fired=None, threshold=0.8, **calls):
+    gate = None if score is None else {"trigger": "min_prob", "score": score, "threshold": threshold, "fired": fired}
+    return Step("a", gate=gate)
 
 
-def test_draft_min_p_over_all_drafts_only():
-    t = Trace("q", "x", "x", "answer", steps=[
-        Step("a", lm_calls=[_call("draft", [0.9, 0.7])]),
-        Step("b", lm_calls=[_call("draft", [0.95, 0.6]), _call("regenerate", [0.01]), _call("query", [0.02])]),
-    ])  # fmt: skip
-    assert draft_min_p(t) == pytest.approx(0.6)
-    no_logprobs = LMCall("draft", 1, 1, 1, "x", "stop", 0.0)
-    assert draft_min_p(Trace("q", "x", "x", "answer", steps=[Step("a", lm_calls=[no_logprobs])])) is None
-    assert draft_min_p(Trace("q", "x", "x", "answer", steps=[Step("a", lm_calls=[_call("generate", [0.1])])])) is None
+def test_gate_record_reads_the_steps_records_only():
+    t = Trace("q", "x", "x", "answer", steps=[_step(0.9, False), _step(0.6, True), _step()])
+    rec = gate_record(t)
+    assert rec.score == pytest.approx(0.6) and rec.fired and rec.threshold == 0.8
+    # Logprobs of calls are not read: a trace without gate records has no gate record.
+    call = LMCall("draft", 10, 10, 1, "x", "stop", 0.0, logprobs=[math.log(0.01)])
+    assert gate_record(Trace("q", "x", "x", "answer", steps=[Step("a", lm_calls=[call])])) is None
+    # The threshold comes from the records, whatever today's default theta is.
+    assert gate_record(Trace("q", "x", "x", "answer", steps=[_step(0.5, True, threshold=0.55)])).threshold == 0.55
 
 
-def test_theta_of_spec():
-    assert theta_of("flare_direct") == 0.8
-    assert theta_of("flare_direct:theta=0.4") == 0.4
-    assert theta_of("single_time") is None
-    assert theta_of("not_a_strategy") is None
-
-
-def test_gate_summary_shares_at_or_below_theta():
-    out = gate_summary([0.4, 0.5, 0.9, None, 0.4], [1, 1, 0, 1, 0], theta=0.4)
-    # right: 0.4, 0.5 (the None is left out) -> 1 of 2 at or below 0.4; wrong: 0.9, 0.4 -> 1 of 2
+def test_gate_summary_uses_the_recorded_fired_flags():
+    out = gate_summary([0.4, 0.5, 0.9, None, 0.4], [True, False, False, True, True], [1, 1, 0, 1, 0])
+    # right: 0.4 (fired), 0.5 (not) -> 1 of 2; the None is left out; wrong: 0.9 (not), 0.4 (fired) -> 1 of 2
     assert out["gate_fire_right"] == 0.5 and out["gate_fire_wrong"] == 0.5
     # right 0.4, 0.5 vs wrong 0.9, 0.4: wins 0.5>0.4 (1), tie 0.4=0.4 (0.5) -> 1.5 / 4
     assert out["gate_auroc"] == pytest.approx(0.375)
-    assert math.isnan(gate_summary([0.2], [1], theta=None)["gate_fire_right"])
+    assert math.isnan(gate_summary([0.2], [True], [0])["gate_fire_right"])

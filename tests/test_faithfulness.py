@@ -80,9 +80,21 @@ def _trace(strategy: str, probe_id: str, output: str, doc_ids: list[list[str]], 
 # ------------------------------------------------------------------------------------------
 
 
-def test_claims_leave_out_the_final_answer_statement():
+def test_the_final_answer_is_a_claim_of_its_own():
     out = "The mother of Aida Wang is Shelli Beltran. So the answer is Shelli Beltran."
-    assert answer_claims(out) == ["The mother of Aida Wang is Shelli Beltran."]
+    assert answer_claims(out) == ["The mother of Aida Wang is Shelli Beltran.", "Shelli Beltran."]
+    # each item of a list answer; a yes/no verdict is no claim about the passages
+    assert answer_claims("So the answer is nurse, actor.") == ["nurse", "actor."]
+    assert answer_claims("Aida Wang is a personal assistant. So the answer is yes.") == [
+        "Aida Wang is a personal assistant."
+    ]
+
+
+def test_an_unsupported_final_answer_lowers_faithfulness():
+    # Every sentence before it is supported, but the stated answer is not in any passage: not 1.0.
+    out = "The mother of Aida Wang is Shelli Beltran. So the answer is Daisy Pike."
+    claims = answer_claims(out)
+    assert [lexical_support(c, [AIDA]) for c in claims] == [True, False]
 
 
 def test_a_lone_final_answer_is_its_answer_part():
@@ -90,8 +102,8 @@ def test_a_lone_final_answer_is_its_answer_part():
 
 
 def test_claims_drop_search_markers_and_empty_sentences():
-    out = "[Search(mother of Aida Wang)] The mother of Aida Wang is Shelli Beltran. So it is. So the answer is X."
-    assert answer_claims(out) == ["The mother of Aida Wang is Shelli Beltran."]
+    out = "[Search(mother of Aida Wang)] The mother of Aida Wang is Shelli Beltran. So it is. So the answer is Xena."
+    assert answer_claims(out) == ["The mother of Aida Wang is Shelli Beltran.", "Xena."]
     assert answer_claims("") == []
 
 
@@ -145,11 +157,12 @@ def test_rows_score_the_union_of_every_retrieval():
     )
     rows = faithfulness_rows([_trace("flare_direct", "p1", out, [["aida-wang"], ["dino-beltran"]])], PASSAGES)
     row = rows[("flare_direct", "p1")]
+    # 3 sentences (the hobby unsupported) and the final answer (supported): 3 of 4
     assert row == {
-        "faithfulness": pytest.approx(2 / 3),
+        "faithfulness": pytest.approx(3 / 4),
         "faithfulness_method": LEXICAL_METHOD,
         "judge_parse_failures": 0,
-        "claims": 3,
+        "claims": 4,
     }
 
 
@@ -162,7 +175,12 @@ def test_no_context_policy_is_none_never_zero():
     assert all(r["faithfulness"] is None and r["faithfulness_method"] == NO_CONTEXT for r in rows.values())
     summary = summarize_faithfulness(rows)
     assert summary == {
-        "no_retrieval": {"faithfulness": None, "faithfulness_method": NO_CONTEXT, "judge_parse_failures": 0}
+        "no_retrieval": {
+            "faithfulness": None,
+            "faithfulness_n": 0,
+            "faithfulness_method": NO_CONTEXT,
+            "judge_parse_failures": 0,
+        }
     }
 
 
@@ -180,6 +198,7 @@ def test_empty_retrievals_errors_and_claimless_outputs():
     assert rows[("single_time", "p4")]["faithfulness"] == 1.0
     summary = summarize_faithfulness(rows)["single_time"]
     assert summary["faithfulness"] == pytest.approx(0.5)  # mean of the two scored probes
+    assert summary["faithfulness_n"] == 2
     assert summary["faithfulness_method"] == LEXICAL_METHOD
 
 

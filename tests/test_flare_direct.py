@@ -3,8 +3,8 @@ retriever: when it retrieves, with what query, what it puts in context, what it 
 
 import pytest
 
-from strategies.flare_direct import ABSTENTION, FlareDirect, low_spans, masked_query
-from strategies.records import FIRST_HOP, LOW_CONFIDENCE
+from strategies.flare_direct import ABSTENTION, FlareDirect, low_spans, masked_query, round_robin
+from strategies.records import FIRST_HOP, LOW_CONFIDENCE, Passage
 from strategies.registry import SpecError, parse_spec
 from strategies.steps import Sentence
 from tests.scripted import ScriptedLM, ScriptedRetriever
@@ -50,7 +50,8 @@ def test_theta_1_retrieves_for_every_sentence():
 
 def test_implicit_query_masks_the_low_token_and_beta_0_keeps_the_whole_draft():
     trace, _, retriever = run(FlareDirect(), [ANSWER[0], ANSWER[0], ANSWER[1]])
-    assert retriever.queries == ["Where did Joe Biden study?", "Joe Biden attended the University of."]
+    # The masked token leaves a space, as in the official code's masking.
+    assert retriever.queries == ["Where did Joe Biden study?", "Joe Biden attended the University of ."]
     why = trace.retrievals[1].detail
     assert why["min_p"] == pytest.approx(UNSURE) and why["low_tokens"] == [[" Pennsylvania", pytest.approx(UNSURE)]]
     _, _, retriever = run(FlareDirect(beta=0.0), [ANSWER[0], ANSWER[0], ANSWER[1]])
@@ -116,6 +117,10 @@ def test_query_helpers():
     s = Sentence("", [" Ann", " is", " Bo", "'s", " mother", "."], [0.1, 0.9, 0.2, 0.3, 0.9, 0.9], None, False)
     s.logprobs = [__import__("math").log(p) for p in [0.1, 0.9, 0.2, 0.3, 0.9, 0.9]]
     assert masked_query(s, 0.4) == "is mother."
+    # A name split into sub-word tokens: the masked piece becomes a space, never glues its neighbours.
+    sub = Sentence("", [" Nell", " is", " O", "ster", "."], [], None, False)
+    sub.logprobs = [__import__("math").log(p) for p in [0.9, 0.9, 0.1, 0.9, 0.9]]
+    assert masked_query(sub, 0.4) == "Nell is ster."
     assert low_spans(s, 0.4) == ["Ann", "Bo's"]
     assert low_spans(s, 0.0) == []
 
@@ -129,3 +134,59 @@ def test_parameters_are_validated():
         parse_spec("flare_direct:k=5,max_docs=4")
     assert parse_spec("flare_direct:max_retrievals=none").max_retrievals is None
     assert FlareDirect.needs_logprobs
+
+
+def test_explicit_queries_keep_k_documents_merged_round_robin():
+    two_spans = sentence(
+        [" Ann", " is", " the", " mother", " of", " Bo", "."], [UNSURE, SURE, SURE, SURE, SURE, UNSURE, SURE]
+    )
+    script = [two_spans, "Who is the mother of Bo?", "Who is Ann the mother of?", two_spans, ANSWER[1]]
+    docs = [("q1", "q2", "q3"), ("a1", "a2", "a3"), ("b1", "a2", "b3")]
+    trace, lm, _ = run(FlareDirect(query="explicit"), script, docs)
+    regenerate = next(i for i, r in enumerate(lm.requests) if r.purpose == "regenerate")
+    context = [
+        line.split(": ")[0].split("Doc ")[1]
+        for line in lm.requests[regenerate].prompt.dynamic.splitlines()
+        if line.startswith("[")
+    ]
+    assert context == ["a1", "b1", "a2"]  # first of each query, then second of each, no duplicate, k = 3
+    assert round_robin([[Passage(i, "", "") for i in ids] for ids in (["x", "y"], ["y", "z"])], 5) == [
+        Passage("x", "", ""),
+        Passage("y", "", ""),
+        Passage("z", "", ""),
+    ]
+
+
+def test_explicit_question_prompt_sees_the_answer_so_far_and_replies_must_be_questions():
+    unsure_second = sentence([" Bo", " is", " a", " pilot", "."], [SURE, SURE, SURE, UNSURE, SURE])
+    first = sentence([" Ann", " is", " the", " mother", " of", " Bo", "."], [SURE] * 7)
+    script = [first, unsure_second, "the pilot", unsure_second, ANSWER[1]]
+    trace, lm, retriever = run(FlareDirect(query="explicit"), script)
+    query_call = next(r for r in lm.requests if r.purpose == "query")
+    assert "Passage: Ann is the mother of Bo. Bo is a pilot.\nSpan: pilot" in query_call.prompt.dynamic
+    # "the pilot" is no question: dropped, and the masked draft is the query instead.
+    assert retriever.queries[1] == "Bo is a ."
+    assert trace.steps[1].gate["rejected_questions"] == ["the pilot"]
+
+
+def test_an_empty_masked_query_retrieves_nothing_and_keeps_the_draft():
+    all_low = sentence([" Zed", "."], [UNSURE, UNSURE])
+    trace, lm, retriever = run(FlareDirect(), [all_low, ANSWER[1]])
+    assert retriever.queries == ["Where did Joe Biden study?"]  # never the question in disguise
+    assert [c.purpose for c in trace.steps[0].lm_calls] == ["draft"] and not trace.steps[0].triggered
+    assert trace.steps[0].gate == {
+        "trigger": "min_prob",
+        "score": pytest.approx(UNSURE),
+        "threshold": 0.8,
+        "fired": True,
+        "skipped": "empty_query",
+    }
+
+
+def test_each_step_records_what_the_gate_judged():
+    trace, _, _ = run(FlareDirect(theta=0.5), [ANSWER[0], ANSWER[0], ANSWER[1]])
+    first, second = (s.gate for s in trace.steps)
+    assert first["fired"] and first["score"] == pytest.approx(UNSURE) and first["threshold"] == 0.5
+    assert not second["fired"] and second["score"] == pytest.approx(SURE)
+    trace, _, _ = run(FlareDirect(max_retrievals=0), [ANSWER[0], ANSWER[1]])
+    assert trace.steps[0].gate["skipped"] == "retrieval_cap"

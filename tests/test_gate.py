@@ -10,6 +10,7 @@ import sys
 import time
 from pathlib import Path
 
+import pandas as pd
 import pytest
 
 import bench.session
@@ -43,40 +44,72 @@ ROOT = Path(__file__).resolve().parents[1]
 # --------------------------------------------------------------------------------------------
 
 
+#: A summary row holding every metric DEFAULT_TOLERANCES gates.
+BASE = {
+    "n": 50,
+    "errors": 0,
+    "em": 0.5,
+    "f1": 0.6,
+    "retrievals_per_q": 1.0,
+    "lm_calls_per_q": 2.0,
+    "prompt_tokens_per_q": 300.0,
+    "completion_tokens_per_q": 20.0,
+    "latency_p95_ratio": 2.0,
+}
+
+
 def test_a_run_that_meets_the_baseline_passes_and_a_worse_one_breaks_it():
-    base = {"em": 0.5, "f1": 0.6, "lm_calls_per_q": 2.0, "latency_p95_ratio": 2.0}
+    base = dict(BASE)
     assert compare(base, dict(base), DEFAULT_TOLERANCES) == []
     assert (
         compare(base, {**base, "em": 0.46, "lm_calls_per_q": 2.2, "latency_p95_ratio": 2.5}, DEFAULT_TOLERANCES) == []
     )
-    worse = {"em": 0.4, "f1": 0.6, "lm_calls_per_q": 2.5, "latency_p95_ratio": 2.6}
+    worse = {**base, "em": 0.4, "f1": 0.6, "lm_calls_per_q": 2.5, "latency_p95_ratio": 2.6}
     assert [b.line() for b in compare(base, worse, DEFAULT_TOLERANCES)] == [
         "em: baseline 0.5, new 0.4, allowed >= 0.45 (max_drop 0.05)",
         "lm_calls_per_q: baseline 2, new 2.5, allowed <= 2.2 (max_rise_rel 0.1)",
         "latency_p95_ratio: baseline 2, new 2.6, allowed <= 2.5 (max_rise_rel 0.25)",
     ]
     # Improvements never break a gate.
-    assert (
-        compare(base, {"em": 1.0, "f1": 1.0, "lm_calls_per_q": 1.0, "latency_p95_ratio": 1.0}, DEFAULT_TOLERANCES) == []
-    )
+    better = {**base, "em": 1.0, "f1": 1.0, "lm_calls_per_q": 1.0, "latency_p95_ratio": 1.0, "n": 60}
+    assert compare(base, better, DEFAULT_TOLERANCES) == []
+
+
+def test_fewer_probes_scored_or_more_errors_break_the_default_gate():
+    assert [b.line() for b in compare(BASE, {**BASE, "n": 49, "errors": 1}, DEFAULT_TOLERANCES)] == [
+        "n: baseline 50, new 49, allowed >= 50 (max_drop 0)",
+        "errors: baseline 0, new 1, allowed <= 0 (max_rise 0)",
+    ]
+
+
+def test_a_gated_metric_missing_on_either_side_is_a_breach():
+    # e.g. a judge whose every reply failed to parse: faithfulness is NaN, which must not pass.
+    gated = {"faithfulness": {"max_drop": 0.05}, "recall": None}
+    lines = [b.line() for b in compare({"faithfulness": 0.8}, {"faithfulness": float("nan")}, gated)]
+    assert lines == ["faithfulness: missing in the new run (baseline 0.8)"]
+    assert [b.line() for b in compare({"faithfulness": None}, {"faithfulness": 0.7}, gated)] == [
+        "faithfulness: missing in the baseline (new 0.7)"
+    ]
+    assert [b.line() for b in compare({}, {}, gated)] == ["faithfulness: missing in the baseline and in the new run"]
+    # A metric that is not gated may be missing.
+    assert compare({"faithfulness": 0.8, "recall": None}, {"faithfulness": 0.8}, gated) == []
 
 
 def test_bounds_edge_cases():
     # A bound met exactly is met despite float rounding (0.4 - 0.05 = 0.35000000000000003).
     assert compare({"em": 0.4}, {"em": 0.35}, {"em": {"max_drop": 0.05}}) == []
     # A relative rise from 0 allows nothing: a strategy that never retrieved now retrieves.
-    (breach,) = compare({"retrievals_per_q": 0.0}, {"retrievals_per_q": 1.0}, DEFAULT_TOLERANCES)
+    rise = {"retrievals_per_q": DEFAULT_TOLERANCES["retrievals_per_q"]}
+    (breach,) = compare({"retrievals_per_q": 0.0}, {"retrievals_per_q": 1.0}, rise)
     assert breach.line() == "retrievals_per_q: baseline 0, new 1, allowed <= 0 (max_rise_rel 0.1)"
     # Two bounds on one side: the looser applies.
     both = {"prompt_tokens_per_q": {"max_rise_rel": 0.1, "max_rise": 50}}
     assert compare({"prompt_tokens_per_q": 100.0}, {"prompt_tokens_per_q": 140.0}, both) == []
     assert compare({"prompt_tokens_per_q": 1000.0}, {"prompt_tokens_per_q": 1090.0}, both) == []
     assert compare({"prompt_tokens_per_q": 1000.0}, {"prompt_tokens_per_q": 1110.0}, both)[0].bound == 1100
-    # Relative drop; null (not gated); metrics missing or null on either side are skipped.
+    # Relative drop; null (not gated).
     assert compare({"f1": 0.5}, {"f1": 0.44}, {"f1": {"max_drop_rel": 0.1}})[0].bound == 0.45
     assert compare({"em": 1.0}, {"em": 0.0}, {"em": None}) == []
-    assert compare({"recall": None}, {"recall": 0.1}, {"recall": {"max_drop": 0}}) == []
-    assert compare({}, {"em": 0.0}, DEFAULT_TOLERANCES) == []
 
 
 def test_latency_ratio_is_against_the_reference_of_the_same_run():
@@ -192,6 +225,26 @@ def test_a_bad_baseline_file_is_one_clear_line(tmp_path, content, problem):
         load_baseline(path)
     message = str(err.value)
     assert message.startswith(f"{path}: ") and problem in message and "\n" not in message
+
+
+def test_a_baseline_file_that_does_not_name_n_and_errors_still_gates_them(tmp_path):
+    path = tmp_path / "baseline.json"
+    doc = _baseline_doc()
+    doc["metrics"]["single_time"].update(n=3, errors=0)
+    doc["tolerances"] = {"em": {"max_drop": 0.34}}  # a baseline written before n and errors were gated
+    path.write_text(json.dumps(doc))
+    baseline = load_baseline(path)
+    assert baseline.tolerances == {"n": {"max_drop": 0}, "errors": {"max_rise": 0}, "em": {"max_drop": 0.34}}
+    gating = Gating.from_options(["single_time"], gate=str(path))
+    summary = pd.DataFrame([{"strategy": "no_retrieval"}, {"strategy": "single_time", "em": 0.5, "n": 2, "errors": 1}])
+    assert gating.check("single_time", summary) == [
+        "n: baseline 3, new 2, allowed >= 3 (max_drop 0)",
+        "errors: baseline 0, new 1, allowed <= 0 (max_rise 0)",
+    ]
+    # A file switches them off explicitly with null.
+    doc["tolerances"] = {"em": {"max_drop": 0.34}, "n": None, "errors": None}
+    path.write_text(json.dumps(doc))
+    assert Gating.from_options(["single_time"], gate=str(path)).check("single_time", summary) == []
 
 
 def test_gate_plan_runs_the_reference_first_and_the_baselines_specs_by_default(tmp_path):
@@ -366,10 +419,13 @@ def test_a_different_configuration_is_refused_unless_asked(tmp_path, oracle):
         "--strategy", "single_time:k=2", "--limit", "3", "--report-dir", str(tmp_path / "g2"), "--gate", str(baseline)
     )
     assert code == 2 and "no baseline for single_time:k=2 (it holds single_time)" in err
-    code, out, err = run_cli(
-        *("--limit", "2", "--report-dir", str(tmp_path / "g3"), "--gate", str(baseline), "--gate-across-configs")
-    )
+    across = ("--limit", "2", "--gate", str(baseline), "--gate-across-configs")
+    code, out, err = run_cli(*across, "--report-dir", str(tmp_path / "g3"))
     assert "gate across configurations; first difference: probes.limit (was 3, now 2)" in out
+    # Compared, but fewer probes scored than the baseline's is a breach of its own ...
+    assert code == 1 and "  n: baseline 3, new 2, allowed >= 3 (max_drop 0)" in err
+    # ... unless switched off.
+    code, out, err = run_cli(*across, "--report-dir", str(tmp_path / "g4"), "--tolerance", "n=off")
     assert f"gate {baseline} (latency reference no_retrieval): 1 passed" in out, out + err
     assert code == 0
 

@@ -124,3 +124,11 @@ def test_real_model(lm, retriever, phantom):
     assert all(r.reason == IRCOT_STEP for r in later)
     assert len(trace.steps) <= 10 and all(len(s.lm_calls) == 1 for s in trace.steps)
     assert all(r.detail["paragraphs"] <= 15 for r in later)
+
+
+def test_defaults_are_the_official_codes():
+    # StonyBrookNLP/ircot: max_num_sentences = 10 (not overridden by any base config),
+    # global_max_num_paras = 15; k is the harness's common 3.
+    from strategies.ircot import IRCoT
+
+    assert (IRCoT().max_steps, IRCoT().max_paragraphs) == (10, 15)

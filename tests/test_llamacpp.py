@@ -5,6 +5,7 @@ import numpy as np
 import pytest
 
 from strategies.backends import make_lm, smollm2_path
+from strategies.llamacpp import _common
 from strategies.lm import LMError, Prompt
 from strategies.prompts import PromptTemplate
 
@@ -39,8 +40,34 @@ def test_static_prefix_is_evaluated_once(lm):
     second = lm.generate(t.build("Who is the father of Bo Kim?"), 4)
     static_tokens = len(lm._prefix_ids[t.static])
     assert static_tokens > 100
-    assert second.evaluated_tokens == second.prompt_tokens - static_tokens
+    # Only the tokens the whole prompt shares with the static prefix's own tokenization are reused.
+    shared = _common(lm._prefix_ids[t.static], lm._tokenize(t.build("Who is the father of Bo Kim?").text, bos=True))
+    assert static_tokens - 2 <= shared <= static_tokens
+    assert second.evaluated_tokens == second.prompt_tokens - shared
     assert first.prompt_tokens > static_tokens and second.evaluated_tokens < 30
+
+
+def test_the_whole_prompt_is_tokenized_as_a_server_tokenizes_it(lm):
+    # The static part ends in a blank line and the dynamic part starts a new block: tokenized apart,
+    # the junction is "\n\n" + "Documents"; a server sees the whole text and may merge otherwise.
+    t = PromptTemplate(open_book=True)
+    prompt = t.build("Who is the mother of Ann Lee?")
+    call = lm.generate(prompt, 1)
+    assert call.prompt_tokens == len(lm._llm.tokenize(prompt.text.encode(), add_bos=True, special=False))
+    # and the reuse of the prefix changes no answer: the same call on a fresh state gives the same
+    lm._snapshots.clear()
+    again = lm.generate(prompt, 12, logprobs=True)
+    other = lm.generate(Prompt(t.static, "Question: unrelated\nAnswer:"), 3)
+    assert other.text is not None
+    assert lm.generate(prompt, 12, logprobs=True).logprobs == again.logprobs
+
+
+def test_token_texts_join_to_the_text_with_a_non_ascii_name(lm):
+    # A letter split across tokens belongs to the token that completes it, so the texts join to the
+    # text and a sentence cut by characters keeps the right tokens.
+    call = lm.generate(Prompt("", "Zoë Øvergård met Zoë Øvergård. Zoë Øvergård met Zoë"), 12)
+    assert "".join(call.tokens) == call.text
+    assert "\ufffd" not in call.text
 
 
 def test_same_call_same_answer_whatever_ran_before(lm):

@@ -55,9 +55,10 @@ def ret(reason="low_confidence", doc_ids=("d1",), seconds=0.1):
 
 
 def trace(steps, strategy="s", probe_id="p1", answer="x", seconds=1.0, error=None, stop_reason="answer"):
+    # The scored answer is read again from the output, so the output states it.
     return Trace(
         question="q?",
-        output=answer or "",
+        output=f"So the answer is {answer}." if answer else "",
         answer=answer,
         stop_reason=stop_reason,
         steps=steps,
@@ -500,6 +501,35 @@ def test_fallback_answer_earns_lenient_credit_only_and_counts_as_no_answer():
     assert (s["em"], s["em_lenient"], s["incomplete_no_answer"], s["incomplete_rate"]) == (0.0, 1.0, 1.0, 1.0)
 
 
+def test_answers_are_read_again_from_the_output_at_scoring_time():
+    # A trace written by an older extraction (answer field stale or empty) scores what its output states.
+    probe = FakeProbe("p1", question="Who is the mother of Bea Tull?", answers=["Rosa Tull"])
+    t = trace([Step("s")], answer="Tull")
+    t.output = "The mother of Bea Tull is Rosa Tull. So the answer is Rosa Tull."
+    row = probe_row(t, probe)
+    assert (row["answer"], row["answer_rule"], row["em"]) == ("Rosa Tull", "statement", 1.0)
+
+
+@pytest.mark.parametrize(
+    "output",
+    [
+        "The documents do not say. So the answer is not in the documents.",
+        "So the answer is: cannot be determined from the documents.",
+        "So the answer is that there is no information about her mother.",
+        "Her mother is not mentioned in the documents.",
+    ],
+)
+def test_an_answer_that_says_there_is_none_is_an_abstention(output):
+    probe = FakeProbe("p1", question="Who is the mother of Bea Tull?", answers=["Rosa Tull"])
+    t = trace([Step("s")], answer=None, stop_reason="answer")
+    t.output = output
+    row = probe_row(t, probe)
+    assert (row["answer"], row["answer_rule"], row["incomplete"]) == (None, "abstain", "abstain")
+    assert (row["em_lenient"], row["f1_lenient"]) == (0.0, 0.0)
+    s = summarize(_rows([(t, probe)])).iloc[0]
+    assert (s["incomplete_abstain"], s["incomplete_rate"]) == (1.0, 1.0)
+
+
 def test_whole_output_never_scored():
     # The gold answer occurs in the output, but the output's last clause is something else.
     probe = FakeProbe("p1", question="Who is the mother of Bea Tull?", answers=["Rosa Tull"])
@@ -671,13 +701,20 @@ def test_delta_pairs_probes_by_id_not_position():
     assert s.loc["mine", "em_delta"] == 0.0 and s.loc["mine", "em_delta_hi"] == 0.0
 
 
-def _drafted(strategy, probe_id, min_p, right):
+def _drafted(strategy, probe_id, min_p, right, theta=None):
+    theta = float(strategy.split("theta=")[1]) if theta is None else theta
     draft = call(purpose="draft")
     draft.logprobs = [math.log(0.99), math.log(min_p)]
     regen = call(purpose="regenerate")
-    regen.logprobs = [math.log(0.01)]  # not a draft: ignored
+    regen.logprobs = [math.log(0.01)]  # logprobs are not read: the step's gate record is
+    gate = {"trigger": "min_prob", "score": min_p, "threshold": theta, "fired": min_p <= theta}
     return (
-        trace([Step("s", lm_calls=[draft, regen])], strategy=strategy, probe_id=probe_id, answer="x" if right else "y"),
+        trace(
+            [Step("s", lm_calls=[draft, regen], gate=gate)],
+            strategy=strategy,
+            probe_id=probe_id,
+            answer="x" if right else "y",
+        ),
         FakeProbe(probe_id, answers=["x"]),
     )
 
@@ -693,7 +730,7 @@ def test_gate_columns():
         _drafted(spec, "p4", 0.5, False),
     ]
     rows = _rows(pairs)
-    assert rows["draft_min_p"].tolist() == pytest.approx([0.9, 0.5, 0.3, 0.5])
+    assert rows["gate_score"].tolist() == pytest.approx([0.9, 0.5, 0.3, 0.5])
     s = summarize(rows).iloc[0]
     assert s["gate_auroc"] == pytest.approx(0.875)
     assert s["gate_fire_right"] == 0.5  # 0.5 <= theta 0.5 (at or below fires)
@@ -706,6 +743,10 @@ def test_gate_columns():
     # a strategy without drafts: empty gate columns
     plain = summarize(_rows(_scored("single_time", [1, 0]))).iloc[0]
     assert all(math.isnan(plain[c]) for c in ("gate_auroc", "gate_fire_right", "gate_fire_wrong"))
+    # the threshold a step recorded decides, not the spec's (or today's default) theta
+    recorded = [_drafted("flare_direct", "p1", 0.5, True, theta=0.4), _drafted("flare_direct", "p2", 0.3, False, 0.4)]
+    s = summarize(_rows(recorded)).iloc[0]
+    assert s["gate_fire_right"] == 0.0 and s["gate_fire_wrong"] == 1.0
 
 
 def test_gate_note_when_it_fires_on_everything():

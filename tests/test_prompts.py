@@ -52,3 +52,18 @@ def test_split_sentences_is_lossless(text):
 def test_split_sentences_cuts_at_boundaries():
     assert split_sentences("Ann is a nurse. Dr. Who is here! Next") == ["Ann is a nurse. ", "Dr. Who is here! ", "Next"]
     assert first_sentence(" The date is 0204-03-12. So the answer is 0204-03-12.") == " The date is 0204-03-12. "
+
+
+def test_token_texts_give_a_split_letter_to_the_token_that_completes_it():
+    from strategies.lm import token_texts
+    from strategies.records import LMCall
+    from strategies.steps import cut_tokens
+
+    pieces = [b" Zo", b"\xc3", b"\xab", b" is", b" here.", b" Next"]
+    texts = token_texts(pieces)
+    assert texts == [" Zo", "", "ë", " is", " here.", " Next"]
+    assert "".join(texts) == b"".join(pieces).decode()
+    # Cut at the first sentence (" Zoë is here."): exactly the tokens before " Next".
+    call = LMCall("draft", 1, 1, 6, "".join(texts), "stop", 0.0, tokens=texts, logprobs=[0.0] * 6)
+    kept, _ = cut_tokens(call, len(" Zoë is here."))
+    assert kept == texts[:5]

@@ -5,7 +5,6 @@ visible, corpus and model text shown as text, never run)."""
 from __future__ import annotations
 
 import base64
-import contextlib
 import io
 import json
 import re
@@ -16,23 +15,15 @@ import pandas as pd
 import pytest
 
 import bench.session
-from bench import cli
 from bench.html import embed_json
 from bench.metrics import COLUMN_DOCS
 from bench.plots import pareto_front
 from strategies.registry import SpecError, with_param
-from tests.scripted import ProbeAwareLM, ScriptedLM
+from tests.scripted import ProbeAwareLM, ScriptedLM, run_cli
 
 PAYLOAD = "<script>alert(1)</script>"
 IMG = '<img src=x onerror="window.__pwned=1">'
 CLOSER = "</script><script>window.__pwned=2</script>"
-
-
-def _cli(*args) -> tuple[int, str, str]:
-    out, err = io.StringIO(), io.StringIO()
-    with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
-        code = cli.main(list(args))
-    return code, out.getvalue(), err.getvalue()
 
 
 def _hostile_set(root: Path) -> Path:
@@ -61,7 +52,7 @@ def hostile_run(tmp_path_factory) -> Path:
     lm = ScriptedLM([([" Ann wrote ", CLOSER, " it.", " So the answer is Ann."], [0.95, 0.1, 0.9, 0.99])])
     with pytest.MonkeyPatch.context() as mp:
         mp.setattr(bench.session, "make_lm", lambda *args, **kwargs: lm)
-        code, out, err = _cli(
+        code, out, err = run_cli(
             "compare",
             "--probes",
             str(_hostile_set(root)),
@@ -135,7 +126,7 @@ def test_report_command_rebuilds_the_same_page_from_traces(hostile_run, tmp_path
     before = (copy / "report.html").read_text()
     for name in ("report.html", "summary.csv", "summary.md"):
         (copy / name).unlink()
-    code, out, err = _cli("report", str(copy))
+    code, out, err = run_cli("report", str(copy))
     assert code == 0, out + err
     assert f"report: {copy / 'report.html'}" in out
     assert (copy / "report.html").read_text() == before
@@ -147,7 +138,7 @@ def test_report_of_a_partial_run(hostile_run, tmp_path):
     shutil.copytree(hostile_run, copy)
     first = (copy / "traces.jsonl").read_text().splitlines()[0]
     (copy / "traces.jsonl").write_text(first + "\n")
-    code, out, err = _cli("report", str(copy))
+    code, out, err = run_cli("report", str(copy))
     assert code == 0, out + err
     data = _embedded((copy / "report.html").read_text())
     assert len(data["traces"]) == 1 and [p["id"] for p in data["probes"]] == ["q1"]
@@ -160,14 +151,14 @@ def test_report_of_an_answer_that_is_missing_or_failed(hostile_run, tmp_path):
     traces[0].update(output="", answer=None, steps=[])
     traces[1].update(output="", answer=None, steps=[], stop_reason="error", error="LMError: server said no")
     (copy / "traces.jsonl").write_text("".join(json.dumps(t) + "\n" for t in traces))
-    code, out, err = _cli("report", str(copy))
+    code, out, err = run_cli("report", str(copy))
     assert code == 0, out + err
     shown = _embedded((copy / "report.html").read_text())["traces"]
     assert [t["answer"] for t in shown[:2]] == [None, None] and shown[1]["error"] == "LMError: server said no"
 
 
 def test_report_of_a_missing_run_is_one_line(tmp_path):
-    code, out, err = _cli("report", str(tmp_path))
+    code, out, err = run_cli("report", str(tmp_path))
     assert code == 2 and err.count("\n") == 1 and "run.json: not found" in err
 
 
@@ -180,7 +171,7 @@ def probe_aware(monkeypatch):
 
 def test_sweep_runs_one_spec_per_value_and_plots_against_it(tmp_path, probe_aware):
     run_dir = tmp_path / "sweep"
-    code, out, err = _cli(
+    code, out, err = run_cli(
         "sweep", "--strategy", "flare_direct", "--param", "theta=0,1", "--limit", "4", "--report-dir", str(run_dir)
     )
     assert code == 0, out + err
@@ -212,7 +203,7 @@ def test_sweep_runs_one_spec_per_value_and_plots_against_it(tmp_path, probe_awar
     ],
 )
 def test_study_usage_errors_are_one_line(args, message, probe_aware):
-    code, out, err = _cli(*args)
+    code, out, err = run_cli(*args)
     assert code == 2 and message in err and err.count("\n") == 1, err
 
 
@@ -228,7 +219,7 @@ def test_with_param_adds_a_parameter_to_a_spec():
 # ------------------------------------------------------------------------------------------
 
 CHROMIUM, CHROMEDRIVER = Path("/usr/bin/chromium"), Path("/usr/bin/chromedriver")
-# No network here: these keep Chromium from reaching out (DESIGN.md, offline traps).
+# No network here: these keep Chromium from reaching out (docs/design.md, Running offline).
 CHROMIUM_FLAGS = (
     "--headless=new",
     "--no-sandbox",

@@ -1,11 +1,23 @@
-"""The runner and the run folder: traces written as produced, resume, refusal, error capture."""
+"""The runner and the run folder: traces written as produced, resume, refusal, error capture, the
+reading of traces.jsonl (duplicates, damaged lines) and the run folder's lock."""
 
 import dataclasses
 import json
+import os
+import socket
+import subprocess
+import sys
 
 import pytest
 
-from bench.runner import StrategyRefused, TraceLog, check_compatible, run_strategy
+from bench.runlock import LOCK, LockHeld, RunLock
+from bench.runner import (
+    StrategyRefused,
+    TraceError,
+    TraceLog,
+    check_compatible,
+    run_strategy,
+)
 from bench.session import BenchSession, ConfigError, first_difference
 from strategies.base import Strategy, finish
 from strategies.lm import Prompt
@@ -131,3 +143,93 @@ def test_bad_options_are_config_errors():
         BenchSession(probes="nope")
     with pytest.raises(ConfigError, match="unknown strategy 'bogus'"):
         BenchSession(strategy=["bogus"])
+
+
+def _line(probe_id: str, answer: str, strategy: str = "_test_flaky") -> str:
+    trace = {"question": "q", "output": answer, "answer": answer, "stop_reason": "answer"}
+    return json.dumps({**trace, "probe_id": probe_id, "strategy": strategy}) + "\n"
+
+
+def test_duplicate_traces_are_read_once_the_first_wins(tmp_path):
+    # Two writers on one folder (before the lock) could append the same (strategy, probe) twice.
+    path = tmp_path / "traces.jsonl"
+    path.write_text(_line("p1", "a") + _line("p2", "b") + _line("p1", "c") + _line("p1", "d", strategy="other"))
+    traces = TraceLog(path).read()
+    assert [(t.strategy, t.probe_id, t.answer) for t in traces] == [
+        ("_test_flaky", "p1", "a"),
+        ("_test_flaky", "p2", "b"),
+        ("other", "p1", "d"),
+    ]
+    assert TraceLog(path).done() == {("_test_flaky", "p1"), ("_test_flaky", "p2"), ("other", "p1")}
+
+
+@pytest.mark.parametrize(
+    "bad, why",
+    [
+        ('{"question": "half\n', "not a trace (Unterminated string"),
+        ("[1, 2]\n", "not a trace (a JSON list, not an object)"),
+        ('{"question": "q", "output": "", "answer": null, "stop_reason": "eos"}\n', "not a trace (no strategy)"),
+        (_line("p9", "x").replace('"answer"', '"answr"'), "not a trace (TypeError: "),
+        (b"\xff\xfe\n", "not a trace ('utf-8' codec can't decode"),
+    ],
+)
+def test_a_corrupted_line_names_its_file_and_line(tmp_path, bad, why):
+    path = tmp_path / "traces.jsonl"
+    with open(path, "wb") as f:
+        f.write((_line("p1", "a") + _line("p2", "b")).encode())
+        f.write(bad if isinstance(bad, bytes) else bad.encode())
+        f.write(_line("p3", "c").encode())
+    with pytest.raises(TraceError) as e:
+        TraceLog(path).read()
+    assert str(e.value).startswith(f"{path}:3: {why}") and "\n" not in str(e.value)
+
+
+def test_a_reader_leaves_a_torn_last_line_alone(tmp_path):
+    # `bench score` may read while a run is appending: it neither parses nor cuts the line being written.
+    path = tmp_path / "traces.jsonl"
+    text = _line("p1", "a") + '{"question": "ha'
+    path.write_text(text)
+    assert [t.probe_id for t in TraceLog(path, writer=False).read()] == ["p1"]
+    assert path.read_text() == text
+    assert [t.probe_id for t in TraceLog(path).read()] == ["p1"]  # a writer cuts it, to append cleanly
+    assert path.read_text() == _line("p1", "a")
+
+
+def _exited_pid() -> int:
+    proc = subprocess.Popen([sys.executable, "-c", "pass"])
+    proc.wait()
+    return proc.pid
+
+
+def test_run_lock_refuses_a_live_owner_and_takes_over_a_dead_one(tmp_path):
+    lock = RunLock(tmp_path)
+    assert lock.acquire() is None and lock.held
+    owner = json.loads((tmp_path / LOCK).read_text())
+    assert owner["pid"] == os.getpid() and owner["host"] == socket.gethostname()
+    # Another session of this same process (one never closed) takes it over silently ...
+    second = RunLock(tmp_path)
+    assert second.acquire() is None
+    lock.release()  # ... and the first one's release leaves the second one's lock in place.
+    assert (tmp_path / LOCK).exists()
+    second.release()
+    second.release()  # idempotent
+    assert not (tmp_path / LOCK).exists()
+
+    with subprocess.Popen([sys.executable, "-c", "import time; time.sleep(60)"]) as live:
+        try:
+            (tmp_path / LOCK).write_text(json.dumps({"pid": live.pid, "host": socket.gethostname(), "token": "x"}))
+            with pytest.raises(LockHeld) as e:
+                RunLock(tmp_path).acquire()
+            assert f"{tmp_path} is in use by another flarebench run (pid {live.pid})" in str(e.value)
+        finally:
+            live.kill()
+    dead = _exited_pid()
+    (tmp_path / LOCK).write_text(json.dumps({"pid": dead, "host": socket.gethostname(), "token": "x"}))
+    taker = RunLock(tmp_path)
+    assert taker.acquire() == f"took over {tmp_path / LOCK}: its owner (pid {dead}) is no longer running"
+    assert json.loads((tmp_path / LOCK).read_text())["token"] == taker.token
+    taker.release()
+    # A lock written on another host cannot be checked there: it counts as held.
+    (tmp_path / LOCK).write_text(json.dumps({"pid": dead, "host": "elsewhere.example", "token": "x"}))
+    with pytest.raises(LockHeld, match=rf"\(pid {dead} on host elsewhere\.example\)"):
+        RunLock(tmp_path).acquire()

@@ -4,46 +4,28 @@ summary as the run wrote; prices and the delta reference are recorded in run.jso
 
 from __future__ import annotations
 
-import contextlib
-import io
 import json
 import math
 
 import pandas as pd
 import pytest
 
-import bench.session
-from bench import cli
 from bench.metrics import SUMMARY_COLUMNS
 from strategies.registry import names
-from tests.scripted import ProbeAwareLM
+from tests.scripted import run_cli
 
 names()
-
-
-@pytest.fixture
-def lm(monkeypatch):
-    lm = ProbeAwareLM()
-    monkeypatch.setattr(bench.session, "make_lm", lambda *args, **kwargs: lm)
-    return lm
-
-
-def _cli(*args) -> tuple[int, str, str]:
-    out, err = io.StringIO(), io.StringIO()
-    with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
-        code = cli.main(list(args))
-    return code, out.getvalue(), err.getvalue()
 
 
 SPECS = ("no_retrieval", "single_time", "flare_direct:theta=0.7")
 
 
-def test_score_gives_the_summary_the_run_wrote(tmp_path, lm):
+def test_score_gives_the_summary_the_run_wrote(tmp_path, scripted_lm):
     prices = tmp_path / "prices.toml"
     prices.write_text('[models."scripted"]\nprompt_per_1m = 3.0\ncompletion_per_1m = 15.0\nper_retrieval = 0.001\n')
     run_dir = tmp_path / "run"
     strategies = [a for s in SPECS for a in ("--strategy", s)]
-    code, out, err = _cli("run", *strategies, "--limit", "8", "--report-dir", str(run_dir), "--prices", str(prices))
+    code, out, err = run_cli("run", *strategies, "--limit", "8", "--report-dir", str(run_dir), "--prices", str(prices))
     assert code == 0, out + err
     csv_run = (run_dir / "summary.csv").read_text()
     md_run = (run_dir / "summary.md").read_text()
@@ -71,22 +53,22 @@ def test_score_gives_the_summary_the_run_wrote(tmp_path, lm):
     assert 0.0 <= fd["gate_auroc"] <= 1.0 and fd["gate_fire_wrong"] == 1.0
     assert "cost_per_q: scripted priced at 3 USD per 1M prompt tokens sent" in md_run
 
-    code, out, err = _cli("score", str(run_dir))
+    code, out, err = run_cli("score", str(run_dir))
     assert code == 0, out + err
     assert (run_dir / "summary.csv").read_text() == csv_run
     assert (run_dir / "summary.md").read_text() == md_run
 
     # Rescoring with other options changes only what they govern.
-    code, out, err = _cli("score", str(run_dir), "--reference", "no_retrieval")
+    code, out, err = run_cli("score", str(run_dir), "--reference", "no_retrieval")
     assert code == 0, out + err
     again = pd.read_csv(run_dir / "summary.csv").set_index("strategy")
     assert (again["delta_reference"] == "no_retrieval").all()
     pd.testing.assert_series_equal(again["em"], s["em"])
 
 
-def test_resume_with_other_prices_or_reference_is_allowed(tmp_path, lm):
+def test_resume_with_other_prices_or_reference_is_allowed(tmp_path, scripted_lm):
     run_dir = tmp_path / "run"
-    code, out, err = _cli("run", "--strategy", "single_time", "--limit", "2", "--report-dir", str(run_dir))
+    code, out, err = run_cli("run", "--strategy", "single_time", "--limit", "2", "--report-dir", str(run_dir))
     assert code == 0, out + err
     traces = (run_dir / "traces.jsonl").read_text()
     run = json.loads((run_dir / "run.json").read_text())
@@ -94,7 +76,7 @@ def test_resume_with_other_prices_or_reference_is_allowed(tmp_path, lm):
     assert math.isnan(pd.read_csv(run_dir / "summary.csv")["cost_per_q"].iloc[0])
     prices = tmp_path / "p.toml"
     prices.write_text('[models."scripted"]\nprompt_per_1m = 1.0\ncompletion_per_1m = 1.0\n')
-    code, out, err = _cli(
+    code, out, err = run_cli(
         "run", "--strategy", "single_time", "--limit", "2", "--report-dir", str(run_dir),
         "--prices", str(prices), "--reference", "no_retrieval",
     )  # fmt: skip
@@ -104,22 +86,42 @@ def test_resume_with_other_prices_or_reference_is_allowed(tmp_path, lm):
     assert pd.read_csv(run_dir / "summary.csv")["cost_per_q"].iloc[0] > 0
 
 
-def test_bad_price_file_is_a_usage_error(tmp_path, lm):
+def test_bad_price_file_is_a_usage_error(tmp_path, scripted_lm):
     bad = tmp_path / "bad.toml"
     bad.write_text("[models")
-    code, out, err = _cli("run", "--strategy", "single_time", "--limit", "1", "--prices", str(bad),
+    code, out, err = run_cli("run", "--strategy", "single_time", "--limit", "1", "--prices", str(bad),
                           "--report-dir", str(tmp_path / "r"))  # fmt: skip
     assert code == 2 and "bad.toml: not a price table" in err and "Traceback" not in err
 
 
-def test_score_breaks_results_down_by_a_metadata_field(tmp_path, lm):
+def test_score_breaks_results_down_by_a_metadata_field(tmp_path, scripted_lm):
     run_dir = tmp_path / "run"
-    code, out, err = _cli("run", "--strategy", "single_time", "--limit", "8", "--report-dir", str(run_dir))
+    code, out, err = run_cli("run", "--strategy", "single_time", "--limit", "8", "--report-dir", str(run_dir))
     assert code == 0, out + err
-    code, out, err = _cli("score", str(run_dir), "--by", "difficulty")
+    code, out, err = run_cli("score", str(run_dir), "--by", "difficulty")
     assert code == 0, out + err
     table = pd.read_csv(run_dir / "breakdown_difficulty.csv")
     assert list(table.columns[:3]) == ["strategy", "difficulty", "n"] and table["n"].sum() == 8
     assert "by difficulty (breakdown_difficulty.csv)" in out
-    code, out, err = _cli("score", str(run_dir), "--by", "colour")
+    code, out, err = run_cli("score", str(run_dir), "--by", "colour")
     assert code == 2 and "no probe metadata field 'colour'; fields: difficulty" in err
+
+
+def test_score_scores_exactly_the_probes_the_run_selected(tmp_path, scripted_lm):
+    # A folder run with --limit 4, then resumed with --limit 2 (the limit is not part of the
+    # configuration): traces.jsonl holds 4 probes per strategy, the run scored 2, and so must `score`.
+    run_dir = tmp_path / "run"
+    for limit in ("4", "2"):
+        code, out, err = run_cli("run", "--strategy", "single_time", "--limit", limit, "--report-dir", str(run_dir))
+        assert code == 0, out + err
+    assert len((run_dir / "traces.jsonl").read_text().splitlines()) == 4
+    run = json.loads((run_dir / "run.json").read_text())
+    assert run["probe_ids"] == ["pw-0001", "pw-0002"] and run["limit"] == 2
+    csv_run = (run_dir / "summary.csv").read_text()
+    assert pd.read_csv(run_dir / "summary.csv")["n"].tolist() == [2]
+    code, out, err = run_cli("score", str(run_dir))
+    assert code == 0, out + err
+    assert out.splitlines()[0] == "scored 2 probes per strategy (selection from run.json)"
+    assert (run_dir / "summary.csv").read_text() == csv_run
+    code, out, err = run_cli("report", str(run_dir))
+    assert code == 0 and out.splitlines()[0] == "scored 2 probes per strategy (selection from run.json)"

@@ -1,0 +1,71 @@
+"""Checks of the path options (``--report-dir``, ``--cache``, ``--prices``, ``--gate``,
+``--save-baseline``), made before anything heavy is loaded, so a file where a folder is wanted, a
+folder where a file is wanted, a missing input or a place that cannot be written fails at once in
+one line (``--report-dir x: is a file, not a folder``) instead of a traceback at the end of a run."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+
+class PathError(ValueError):
+    """A path option that cannot serve: one line naming the option, the path and what is wrong."""
+
+
+def _first_existing(path: Path) -> Path:
+    """The path itself or its nearest ancestor that exists (``Path.exists`` is False below a file)."""
+    path = Path(os.path.abspath(path))
+    for candidate in (path, *path.parents):
+        if candidate.exists():
+            return candidate
+    return Path(path.anchor)
+
+
+def _creatable(flag: str, path: Path) -> None:
+    """``path`` does not exist yet: its nearest existing ancestor must be a folder this process can
+    write in (the path is then created with ``mkdir(parents=True)``)."""
+    ancestor = _first_existing(path)
+    if not ancestor.is_dir():
+        raise PathError(f"{flag} {path}: cannot be created: {ancestor} is a file, not a folder")
+    if not os.access(ancestor, os.W_OK | os.X_OK):
+        raise PathError(f"{flag} {path}: cannot be created: {ancestor} is not writable")
+
+
+def check_folder(flag: str, path: str | os.PathLike) -> None:
+    """A folder to write in: an existing writable folder, or one that can be created."""
+    path = Path(path)
+    if path.exists():
+        if not path.is_dir():
+            raise PathError(f"{flag} {path}: is a file, not a folder")
+        if not os.access(path, os.W_OK | os.X_OK):
+            raise PathError(f"{flag} {path}: folder not writable")
+        return
+    _creatable(flag, path)
+
+
+def check_input_file(flag: str, path: str | os.PathLike) -> None:
+    """A file to read: it exists, is a file and can be read."""
+    path = Path(path)
+    if path.is_dir():
+        raise PathError(f"{flag} {path}: is a folder, not a file")
+    if not path.exists():
+        ancestor = _first_existing(path)
+        below = f" ({ancestor} is a file, not a folder)" if not ancestor.is_dir() else ""
+        raise PathError(f"{flag} {path}: not found{below}")
+    if not os.access(path, os.R_OK):
+        raise PathError(f"{flag} {path}: not readable")
+
+
+def check_output_file(flag: str, path: str | os.PathLike) -> None:
+    """A file to (over)write: not a folder, and its folder exists and is writable or can be created
+    (it is written through a temporary file in the same folder, then renamed)."""
+    path = Path(path)
+    if path.is_dir():
+        raise PathError(f"{flag} {path}: is a folder, not a file")
+    parent = Path(os.path.abspath(path)).parent
+    if parent.is_dir():
+        if not os.access(parent, os.W_OK | os.X_OK):
+            raise PathError(f"{flag} {path}: cannot be written: {parent} is not writable")
+        return
+    _creatable(flag, path)

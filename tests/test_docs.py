@@ -1,0 +1,126 @@
+"""The documentation stands on its own: no file of the project cites notes that a clone of the
+repository does not hold, every relative link in the README and docs/ resolves (file and heading),
+and docs/metrics.md defines every summary column."""
+
+from __future__ import annotations
+
+import re
+import subprocess
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[1]
+DOCS = ROOT / "docs"
+
+# Written in pieces so that this file does not match itself.
+FORBIDDEN = [re.compile(r"\bDESIGN" + r"\.md\b"), re.compile(re.escape(".." + "/shared"))]
+
+# [text](target) and ![alt](target); the target ends at whitespace or ")".
+_LINK = re.compile(r"!?\[[^\]]*\]\(\s*<?([^)\s>]+)>?(?:\s+\"[^\"]*\")?\s*\)")
+_FENCE = re.compile(r"^(```|~~~).*?^\1", re.MULTILINE | re.DOTALL)
+_HEADING = re.compile(r"^#{1,6}\s+(.+?)\s*#*\s*$", re.MULTILINE)
+
+
+def project_files() -> list[Path]:
+    """Every file of the project: tracked, or new and not ignored (what a commit would hold)."""
+    try:
+        out = subprocess.run(
+            ["git", "ls-files", "-z", "--cached", "--others", "--exclude-standard"],
+            cwd=ROOT,
+            capture_output=True,
+            check=True,
+        ).stdout
+    except (OSError, subprocess.CalledProcessError):
+        pytest.skip("not a git checkout")
+    files = [ROOT / p for p in out.decode("utf-8").split("\0") if p]
+    return [f for f in files if f.is_file()]
+
+
+def text_of(path: Path) -> str | None:
+    """The file's text, or None for a binary file."""
+    data = path.read_bytes()
+    if b"\0" in data[:8192]:
+        return None
+    return data.decode("utf-8", errors="replace")
+
+
+def markdown_pages() -> list[Path]:
+    return [ROOT / "README.md", *sorted(DOCS.glob("*.md"))]
+
+
+def slug(heading: str) -> str:
+    """A heading's anchor as GitHub makes it: markup and punctuation dropped, lowercase, spaces to
+    hyphens ("Lucene backend: `--retriever pyserini`" -> "lucene-backend---retriever-pyserini")."""
+    text = re.sub(r"!?\[([^\]]*)\]\([^)]*\)", r"\1", heading)  # a link keeps its text
+    text = text.replace("`", "").strip().lower()
+    text = re.sub(r"[^\w\- ]", "", text)
+    return text.replace(" ", "-")
+
+
+def anchors(page: Path) -> set[str]:
+    """The anchors of a Markdown page's headings (repeated headings get -1, -2, ...)."""
+    seen: dict[str, int] = {}
+    out = set()
+    for heading in _HEADING.findall(_FENCE.sub("", page.read_text(encoding="utf-8"))):
+        base = slug(heading)
+        n = seen.get(base, 0)
+        seen[base] = n + 1
+        out.add(base if n == 0 else f"{base}-{n}")
+    return out
+
+
+def links(page: Path) -> list[str]:
+    """The link targets of a page, code blocks and inline code left out."""
+    text = _FENCE.sub("", page.read_text(encoding="utf-8"))
+    text = re.sub(r"`[^`\n]*`", "", text)
+    return _LINK.findall(text)
+
+
+def test_no_file_cites_notes_outside_the_repository():
+    offenders = []
+    for path in project_files():
+        text = text_of(path)
+        if text is None:
+            continue
+        for number, line in enumerate(text.splitlines(), 1):
+            if any(p.search(line) for p in FORBIDDEN):
+                offenders.append(f"{path.relative_to(ROOT)}:{number}: {line.strip()[:120]}")
+    assert offenders == [], "cite docs/ instead:\n" + "\n".join(offenders)
+
+
+def test_relative_links_in_the_readme_and_docs_resolve():
+    broken = []
+    for page in markdown_pages():
+        for target in links(page):
+            if re.match(r"^[a-z][a-z0-9+.-]*:", target, re.IGNORECASE):  # http:, https:, mailto:, ...
+                continue
+            path_part, _, fragment = target.partition("#")
+            dest = (page.parent / path_part).resolve() if path_part else page
+            where = f"{page.relative_to(ROOT)}: ({target})"
+            if not dest.exists():
+                broken.append(f"{where}: no such file {path_part}")
+            elif fragment and dest.suffix == ".md" and fragment not in anchors(dest):
+                broken.append(f"{where}: {dest.name} has no heading #{fragment}")
+    assert broken == [], "\n".join(broken)
+
+
+def test_the_readme_points_to_the_docs_and_their_index_lists_every_page():
+    assert any(t.startswith("docs/") for t in links(ROOT / "README.md")), "README.md does not link docs/"
+    listed = {t.partition("#")[0] for t in links(DOCS / "README.md")}
+    missing = [p.name for p in DOCS.glob("*.md") if p.name != "README.md" and p.name not in listed]
+    assert missing == [], f"docs/README.md does not link {missing}"
+
+
+def test_metrics_doc_defines_every_summary_column():
+    from bench.metrics import SUMMARY_COLUMNS
+
+    text = (DOCS / "metrics.md").read_text(encoding="utf-8")
+    named = set(re.findall(r"`([a-z0-9_]+)`", text))
+    assert [c for c in SUMMARY_COLUMNS if c not in named] == []
+
+
+def test_slug_matches_githubs_rule():
+    assert slug("Lucene backend: `--retriever pyserini`") == "lucene-backend---retriever-pyserini"
+    assert slug("run.json") == "runjson"
+    assert slug("Is the confidence gate informative?") == "is-the-confidence-gate-informative"

@@ -1,0 +1,237 @@
+"""The run folder as a user meets it through the console script, with a scripted LM (fast): path
+options that cannot serve fail in one line before any model is loaded, a damaged traces.jsonl is
+named by file and line, duplicate traces count once, and a folder another process writes is refused."""
+
+from __future__ import annotations
+
+import json
+import os
+import socket
+import subprocess
+import sys
+from pathlib import Path
+
+import pandas as pd
+import pytest
+
+import bench.session
+from bench.runlock import LOCK
+from strategies.registry import names
+from tests.scripted import run_cli
+
+names()
+
+
+@pytest.fixture
+def no_model(monkeypatch):
+    """Fail the test if the session gets as far as loading a model."""
+
+    def make_lm(*args, **kwargs):
+        raise AssertionError("the model was loaded before the options were checked")
+
+    monkeypatch.setattr(bench.session, "make_lm", make_lm)
+
+
+def _run(run_dir: Path, *extra: str, limit: str = "2") -> tuple[int, str, str]:
+    return run_cli("run", "--strategy", "single_time", "--limit", limit, "--report-dir", str(run_dir), *extra)
+
+
+def _one_line(code: int, err: str) -> str:
+    assert code == 2, err
+    assert "Traceback" not in err and err.count("\n") == 1 and err.startswith("flarebench: "), err
+    return err.strip()
+
+
+# --------------------------------------------------------------------------------------------
+# Path options
+# --------------------------------------------------------------------------------------------
+
+
+@pytest.fixture
+def paths(tmp_path):
+    """A regular file, a folder, and paths that are missing or lie below the file (which no one,
+    root included, can create: the cases work whoever runs the tests)."""
+    f = tmp_path / "file.txt"
+    f.write_text("x")
+    d = tmp_path / "folder"
+    d.mkdir()
+    return {"FILE": f, "DIR": d, "BELOW": f / "sub", "MISSING": tmp_path / "missing"}
+
+
+@pytest.mark.parametrize(
+    "option, given, message",
+    [
+        ("--report-dir", "FILE", "--report-dir {FILE}: is a file, not a folder"),
+        ("--report-dir", "BELOW", "--report-dir {BELOW}: cannot be created: {FILE} is a file, not a folder"),
+        ("--cache", "FILE", "--cache {FILE}: is a file, not a folder"),
+        ("--cache", "BELOW", "--cache {BELOW}: cannot be created: {FILE} is a file, not a folder"),
+        ("--prices", "DIR", "--prices {DIR}: is a folder, not a file"),
+        ("--prices", "MISSING", "--prices {MISSING}: not found"),
+        ("--prices", "BELOW", "--prices {BELOW}: not found ({FILE} is a file, not a folder)"),
+        ("--gate", "DIR", "--gate {DIR}: is a folder, not a file"),
+        ("--gate", "MISSING", "--gate {MISSING}: not found"),
+        ("--save-baseline", "DIR", "--save-baseline {DIR}: is a folder, not a file"),
+        ("--save-baseline", "BELOW", "--save-baseline {BELOW}: cannot be created: {FILE} is a file, not a folder"),
+        ("--probes", "MISSING", "no probe set named or at '{MISSING}'; shipped probe sets: "),
+        ("--probes", "BELOW", "no probe set named or at '{BELOW}'; shipped probe sets: "),
+        ("--probes", "DIR", "{DIR}/corpus.jsonl:0: (file): not found (and 1 more; `python -m probes validate {DIR}`"),
+    ],
+)
+def test_a_path_option_that_cannot_serve_is_one_line_before_any_model(
+    tmp_path, paths, no_model, option, given, message
+):
+    args = ["run", "--strategy", "single_time", "--limit", "1", option, str(paths[given])]
+    if option != "--report-dir":
+        args += ["--report-dir", str(tmp_path / "run")]
+    line = _one_line(*run_cli(*args)[::2])
+    assert line.startswith("flarebench: " + message.format(**paths)), line
+    assert not (tmp_path / "run").exists()
+
+
+def test_probes_format_flarebench_with_a_file_is_one_line(tmp_path, paths, no_model):
+    code, out, err = run_cli("run", "--probes", str(paths["FILE"]), "--probes-format", "flarebench")
+    assert "a flarebench probe set is a folder holding corpus.jsonl and probes.jsonl" in _one_line(code, err)
+
+
+def test_score_and_report_of_a_file_or_with_a_bad_price_path_are_one_line(tmp_path, paths, scripted_lm):
+    for command in ("score", "report"):
+        line = _one_line(*run_cli(command, str(paths["FILE"]))[::2])
+        assert line == f"flarebench: {paths['FILE']}: is a file, not a folder; RUN_DIR must be a run folder"
+    run_dir = tmp_path / "run"
+    assert _run(run_dir)[0] == 0
+    line = _one_line(*run_cli("score", str(run_dir), "--prices", str(paths["DIR"]))[::2])
+    assert line == f"flarebench: --prices {paths['DIR']}: is a folder, not a file"
+
+
+# --------------------------------------------------------------------------------------------
+# traces.jsonl: damaged lines and duplicates
+# --------------------------------------------------------------------------------------------
+
+
+def test_a_damaged_trace_line_stops_score_report_and_resume_until_fixed(tmp_path, scripted_lm):
+    run_dir = tmp_path / "run"
+    code, out, err = _run(run_dir, limit="3")
+    assert code == 0, out + err
+    traces = run_dir / "traces.jsonl"
+    lines = traces.read_text().splitlines(keepends=True)
+    lines[1] = lines[1][: len(lines[1]) // 2] + "\n"  # a line cut in the middle of the file
+    traces.write_text("".join(lines))
+    for command in ("score", "report"):
+        line = _one_line(*run_cli(command, str(run_dir))[::2])
+        assert line.startswith(f"flarebench: {traces}:2: not a trace (")
+    line = _one_line(*_run(run_dir, limit="3")[::2])
+    assert line.startswith(f"flarebench: {traces}:2: not a trace (")
+    assert line.endswith("; fix or delete that line, or use --overwrite to start the run again")
+    assert traces.read_text() == "".join(lines)  # nothing resumed around the damaged line
+    assert not (run_dir / LOCK).exists()  # the refusal released the folder
+    code, out, err = _run(run_dir, "--overwrite", limit="3")
+    assert code == 0, out + err
+    assert [json.loads(x)["probe_id"] for x in traces.read_text().splitlines()] == ["pw-0001", "pw-0002", "pw-0003"]
+
+
+def test_duplicate_traces_are_scored_once(tmp_path, scripted_lm):
+    run_dir = tmp_path / "run"
+    code, out, err = _run(run_dir)
+    assert code == 0, out + err
+    csv_run = (run_dir / "summary.csv").read_text()
+    traces = run_dir / "traces.jsonl"
+    first = traces.read_text()
+    # A second writer appended the same probes again, with other answers: the first lines count.
+    again = [{**json.loads(x), "answer": "Nobody", "output": "So the answer is Nobody."} for x in first.splitlines()]
+    traces.write_text(first + "".join(json.dumps(t) + "\n" for t in again))
+    code, out, err = run_cli("score", str(run_dir))
+    assert code == 0, out + err
+    assert "scored 2 probes per strategy" in out
+    assert (run_dir / "summary.csv").read_text() == csv_run
+    assert pd.read_csv(run_dir / "summary.csv")["n"].tolist() == [2]
+
+
+# --------------------------------------------------------------------------------------------
+# The run folder's lock
+# --------------------------------------------------------------------------------------------
+
+
+def _lock_of(pid: int) -> str:
+    return json.dumps({"pid": pid, "host": socket.gethostname(), "token": "other"})
+
+
+def test_a_folder_another_live_process_writes_is_refused_and_a_dead_ones_lock_taken_over(
+    tmp_path, scripted_lm, monkeypatch
+):
+    run_dir = tmp_path / "run"
+    code, out, err = _run(run_dir)
+    assert code == 0, out + err
+    assert not (run_dir / LOCK).exists()  # released at the end of the run
+    with subprocess.Popen([sys.executable, "-c", "import time; time.sleep(60)"]) as other:
+        try:
+            (run_dir / LOCK).write_text(_lock_of(other.pid))
+            calls = len(scripted_lm.requests)
+            line = _one_line(*_run(run_dir)[::2])
+            assert line.startswith(f"flarebench: {run_dir} is in use by another flarebench run (pid {other.pid})")
+            assert len(scripted_lm.requests) == calls
+            # Readers need no lock: the folder can be scored while its run goes on.
+            code, out, err = run_cli("score", str(run_dir))
+            assert code == 0, out + err
+        finally:
+            other.kill()
+    code, out, err = _run(run_dir)
+    assert code == 0, out + err
+    assert f"flarebench: took over {run_dir / LOCK}: its owner (pid {other.pid}) is no longer running" in err
+    assert not (run_dir / LOCK).exists()
+
+
+def test_the_lock_is_released_on_refusal_and_on_ctrl_c(tmp_path, scripted_lm, monkeypatch):
+    run_dir = tmp_path / "run"
+    assert _run(run_dir)[0] == 0
+    code, out, err = run_cli("run", "--strategy", "single_time:k=2", "--limit", "2", "--report-dir", str(run_dir))
+    assert "holds a run of a different configuration" in _one_line(code, err)
+    assert not (run_dir / LOCK).exists()
+
+    seen = []
+
+    def interrupt(request):
+        seen.append(os.path.exists(run_dir / LOCK))
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(scripted_lm, "_complete", interrupt)
+    code, out, err = _run(run_dir, limit="3")
+    assert code == 130 and "interrupted" in err
+    assert seen == [True] and not (run_dir / LOCK).exists()
+    assert json.loads((run_dir / "run.json").read_text())["status"] == "interrupted"
+
+
+def _pytest_bench(pytester, *args):
+    root = Path(__file__).resolve().parents[1]
+    # no_reraise_ctrlc: a KeyboardInterrupt inside the inner run ends that run, not this test session.
+    return pytester.runpytest_inprocess(str(root / "bench"), "-p", "no:cacheprovider", *args, no_reraise_ctrlc=True)
+
+
+pytest_plugins = ["pytester"]
+
+
+def test_pytest_bench_releases_the_lock_at_the_end_and_on_ctrl_c(pytester, tmp_path, scripted_lm, monkeypatch):
+    # One run in this process first: the modules a run imports lazily are then imported here, not in
+    # the in-process pytest runs, which drop what they import (and numpy's extensions load once only).
+    assert _run(tmp_path / "warm")[0] == 0
+    run_dir = tmp_path / "run"
+    result = _pytest_bench(pytester, "--strategy", "single_time", "--limit", "2", "--report-dir", str(run_dir))
+    assert result.ret == 0, result.stdout.str()
+    assert not (run_dir / LOCK).exists()
+
+    def interrupt(request):
+        assert (run_dir / LOCK).exists()
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(scripted_lm, "_complete", interrupt)
+    result = _pytest_bench(pytester, "--strategy", "single_time", "--limit", "3", "--report-dir", str(run_dir))
+    assert result.ret == pytest.ExitCode.INTERRUPTED, result.stdout.str()
+    assert not (run_dir / LOCK).exists()
+    # A live owner: `pytest bench` stops with the one line, status 2.
+    with subprocess.Popen([sys.executable, "-c", "import time; time.sleep(60)"]) as other:
+        try:
+            (run_dir / LOCK).write_text(_lock_of(other.pid))
+            result = _pytest_bench(pytester, "--strategy", "single_time", "--limit", "2", "--report-dir", str(run_dir))
+            assert result.ret == 2
+            assert f"is in use by another flarebench run (pid {other.pid})" in result.stdout.str() + result.stderr.str()
+        finally:
+            other.kill()
