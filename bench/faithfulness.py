@@ -79,6 +79,7 @@ from typing import Any
 
 import Stemmer
 
+from bench.metrics import split_items
 from strategies.records import Trace
 from strategies.sentences import split_sentences
 
@@ -133,15 +134,11 @@ def answer_claims(output: str) -> list[str]:
             elif content_tokens(s):
                 claims.append(s)
     for final in finals:
-        for item in _ITEM_SEP.split(final):
+        for item in split_items(final):  # the items of a list answer ("nurse, actor") one by one
             words = content_tokens(item)
             if words and not words <= content_tokens("yes no true false"):
-                claims.append(item.strip())
+                claims.append(item)
     return claims
-
-
-# The items of a list answer ("nurse, actor", "A and B"): each is a claim of its own.
-_ITEM_SEP = re.compile(r"\s*[,;]\s*(?:and\s+)?|\s+and\s+", re.I)
 
 
 def _judge_text(output: str) -> str:

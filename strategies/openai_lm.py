@@ -45,7 +45,7 @@ from dataclasses import asdict, dataclass
 import httpx
 import openai
 
-from strategies.lm import LM, GenerationRequest, LMError, LMUnavailable
+from strategies.lm import LM, GenerationRequest, LMError, LMUnavailable, token_texts
 from strategies.records import LMCall
 
 DEFAULT_TIMEOUT = 300.0  # seconds per request (a busy server queues requests: allow for the wait)
@@ -287,6 +287,7 @@ class OpenAILM(LM):
             text, finish = text[:cut], "stop"
         if per_token:
             tokens, logprobs = _token_logprobs(data, caps.api)
+            tokens = _aligned(tokens, data, caps.api)
             # Keep the tokens that contribute text before the cut (the server returns the token
             # that held the stop sequence too).
             kept, pos = 0, 0
@@ -421,6 +422,24 @@ def _token_logprobs(data: dict, api: str) -> tuple[list[str], list[float]]:
             raise LMError(f"the LM server returned a logprob that is not the log of a probability: {v!r}")
         out.append(min(float(v), 0.0))  # float32 rounding can put the top token a hair above 0
     return tokens, out
+
+
+def _aligned(tokens: list[str], data: dict, api: str) -> list[str]:
+    """Token texts that join to the served text, so that a sentence cut by characters keeps the
+    right tokens. Servers decode each token alone: a letter split across two tokens comes back as
+    two empty strings (llama_cpp.server) or as replacement characters. Where the response says
+    where each token starts (``text_offset`` on /completions) or holds its bytes (``bytes`` on
+    /chat/completions), the texts are rebuilt from that; otherwise they are kept as served."""
+    served = _choice_text(data, api) or ""
+    lp = data["choices"][0].get("logprobs") or {}
+    offsets = lp.get("text_offset") if api == "completions" else None
+    if offsets and _int_list(offsets) and len(offsets) == len(tokens) and offsets == sorted(offsets):
+        bounds = [o - offsets[0] for o in offsets] + [max(len(served), offsets[-1] - offsets[0])]
+        return [served[a:b] for a, b in zip(bounds, bounds[1:])]
+    pieces = [c.get("bytes") for c in lp.get("content") or []] if api != "completions" else []
+    if pieces and len(pieces) == len(tokens) and all(_int_list(b) for b in pieces):
+        return token_texts([bytes(b) for b in pieces])
+    return tokens
 
 
 def _usage(data: dict) -> tuple[int, int, int]:

@@ -82,9 +82,9 @@ def _trace(strategy: str, probe_id: str, output: str, doc_ids: list[list[str]], 
 
 def test_the_final_answer_is_a_claim_of_its_own():
     out = "The mother of Aida Wang is Shelli Beltran. So the answer is Shelli Beltran."
-    assert answer_claims(out) == ["The mother of Aida Wang is Shelli Beltran.", "Shelli Beltran."]
+    assert answer_claims(out) == ["The mother of Aida Wang is Shelli Beltran.", "shelli beltran"]
     # each item of a list answer; a yes/no verdict is no claim about the passages
-    assert answer_claims("So the answer is nurse, actor.") == ["nurse", "actor."]
+    assert answer_claims("So the answer is nurse, actor.") == ["nurse", "actor"]
     assert answer_claims("Aida Wang is a personal assistant. So the answer is yes.") == [
         "Aida Wang is a personal assistant."
     ]
@@ -98,12 +98,12 @@ def test_an_unsupported_final_answer_lowers_faithfulness():
 
 
 def test_a_lone_final_answer_is_its_answer_part():
-    assert answer_claims("So the answer is Shelli Beltran.") == ["Shelli Beltran."]
+    assert answer_claims("So the answer is Shelli Beltran.") == ["shelli beltran"]
 
 
 def test_claims_drop_search_markers_and_empty_sentences():
     out = "[Search(mother of Aida Wang)] The mother of Aida Wang is Shelli Beltran. So it is. So the answer is Xena."
-    assert answer_claims(out) == ["The mother of Aida Wang is Shelli Beltran.", "Xena."]
+    assert answer_claims(out) == ["The mother of Aida Wang is Shelli Beltran.", "xena"]
     assert answer_claims("") == []
 
 

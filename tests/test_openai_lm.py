@@ -217,6 +217,38 @@ def test_the_probe_finds_what_a_llama_cpp_server_offers(scripted):
     assert all(r["temperature"] == 0 and r["repeat_penalty"] == 1.0 for p, r in scripted.requests if "max_tokens" in r)
 
 
+def test_token_texts_are_rebuilt_where_a_server_split_a_letter():
+    from strategies.openai_lm import _aligned
+
+    # llama_cpp.server decodes each token alone, ignoring broken bytes: "ë" split over two tokens
+    # comes back as two empty strings, and the tokens no longer join to the text.
+    served = {
+        "choices": [
+            {
+                "text": " Zo\u00eb is here. Next",
+                "logprobs": {"tokens": [" Zo", "", "", " is", " here", ".", " Next"],
+                             "text_offset": [30, 33, 33, 34, 37, 42, 43]},
+            }
+        ]
+    }  # fmt: skip
+    tokens = _aligned(served["choices"][0]["logprobs"]["tokens"], served, "completions")
+    assert tokens == [" Zo", "", "\u00eb", " is", " here", ".", " Next"]
+    assert "".join(tokens) == served["choices"][0]["text"]
+    chat = {
+        "choices": [
+            {
+                "message": {"content": " Zo\u00eb"},
+                "logprobs": {"content": [
+                    {"token": " Zo", "bytes": list(b" Zo")},
+                    {"token": "\ufffd", "bytes": [0xC3]},
+                    {"token": "\ufffd", "bytes": [0xAB]},
+                ]},
+            }
+        ]
+    }  # fmt: skip
+    assert _aligned([" Zo", "\ufffd", "\ufffd"], chat, "chat") == [" Zo", "", "\u00eb"]
+
+
 def test_a_completion_carries_tokens_logprobs_usage_and_is_cut_at_the_stop(scripted):
     lm = _lm(scripted)
     call = lm.generate(PROMPT, 16, stop=("\n\n", "\nQuestion:"), logprobs=True, purpose="draft")
