@@ -4,7 +4,7 @@ A baseline is a JSON file::
 
     {
       "version": 1,
-      "config": {...},            # the configuration fingerprint (see :func:`fingerprint`)
+      "config": {...},            # the configuration fingerprint (see :func:`bench.config.fingerprint`)
       "reference": {"spec": "no_retrieval", "latency_p50_s": ..., "latency_p95_s": ...},
       "metrics": {SPEC: {METRIC: value, ...}, ...},
       "tolerances": {METRIC: {KIND: value, ...} | null, ...},
@@ -39,15 +39,14 @@ Nothing here loads a model; the session (:mod:`bench.session`) and the plugin ca
 from __future__ import annotations
 
 import datetime as dt
-import hashlib
 import json
 import math
 import numbers
-import sys
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from bench.config import command_line, config_difference
 from bench.metrics import SUMMARY_COLUMNS
 
 VERSION = 1
@@ -274,55 +273,6 @@ def with_ratios(row: dict[str, Any], reference: dict[str, Any] | None) -> dict[s
 
 
 # --------------------------------------------------------------------------------------------
-# Configuration fingerprint
-# --------------------------------------------------------------------------------------------
-
-
-def fingerprint(config: dict[str, Any], strategies: dict[str, Any], n_probes: int) -> dict[str, Any]:
-    """What must match for two runs' metrics to be comparable, from a session's ``config``.
-
-    The probe set (by name and content hash; its path is left out, it differs between machines)
-    and how many of its probes ran, the LM, the retriever, the flarebench version, and per spec its
-    parameters, the hash of its static prompts (the run-wide prompt hash depends on which specs ran
-    together) and the hash of everything else that shapes its requests.
-    """
-    probes = {k: v for k, v in config["probes"].items() if k != "source"}
-    return {
-        "probes": {**probes, "limit": n_probes},
-        "lm": config["lm"],
-        "retriever": config["retriever"],
-        "strategies": dict(config["strategies"]),
-        "flarebench": config["flarebench"],
-        "requests_sha256": dict(config["requests_sha256"]),
-        "prompts_sha256": {
-            spec: hashlib.sha256("\0".join(sorted(s.static_prompts())).encode()).hexdigest()
-            for spec, s in strategies.items()
-        },
-    }
-
-
-#: Fingerprint parts keyed by strategy spec: a gate compares only the specs it checks.
-_PER_SPEC = ("strategies", "prompts_sha256", "requests_sha256")
-
-
-def _view(fp: dict[str, Any], specs: list[str]) -> dict[str, Any]:
-    absent = "<absent>"
-    out = {k: v for k, v in fp.items() if k not in _PER_SPEC}
-    for key in _PER_SPEC:
-        part = fp.get(key) if isinstance(fp.get(key), dict) else {}
-        out[key] = {spec: part.get(spec, absent) for spec in specs}
-    return out
-
-
-def config_difference(baseline: dict[str, Any], run: dict[str, Any], specs: list[str]) -> str | None:
-    """The first field where the run's fingerprint differs from the baseline's, looking only at the
-    given specs among the strategies; None when they match."""
-    from bench.session import first_difference
-
-    return first_difference(_view(baseline, specs), _view(run, specs))
-
-
-# --------------------------------------------------------------------------------------------
 # Baseline files
 # --------------------------------------------------------------------------------------------
 
@@ -468,7 +418,7 @@ class Gating:
     # -- at session start ------------------------------------------------------------------
 
     def bind(self, fp: dict[str, Any]) -> None:
-        """Take the run's fingerprint (see :func:`fingerprint`); refuse a run whose fingerprint
+        """Take the run's fingerprint (see :func:`bench.config.fingerprint`); refuse a run whose fingerprint
         differs from the baseline's, unless comparing across configurations."""
         self.fp = fp
         if self.baseline is None:
@@ -564,7 +514,7 @@ class Gating:
             "metrics": {spec: with_ratios(rows[spec], ref) for spec in self.wanted if spec in rows},
             "tolerances": self.tolerances,
             "created_utc": dt.datetime.now(dt.UTC).isoformat(timespec="seconds"),
-            "command": " ".join(sys.argv),
+            "command": command_line(),
         }
 
     def save(self, summary) -> str:

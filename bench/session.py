@@ -20,7 +20,8 @@ from typing import Any
 
 from tqdm import tqdm
 
-from bench import version
+from bench.config import command_line, fingerprint, first_difference, run_config
+from bench.gate import GateError, Gating
 from bench.report import format_table, summary_frame, write_atomic, write_summary
 from bench.runlock import LOCK, LockHeld, RunLock
 from bench.runner import TRACES, TraceError, TraceLog, run_strategy
@@ -45,21 +46,6 @@ def _versions() -> dict[str, str]:
         except metadata.PackageNotFoundError:
             pass
     return out
-
-
-def first_difference(old: Any, new: Any, path: str = "") -> str | None:
-    """The first field (dotted path) where two configurations differ, or None when they are equal."""
-    if isinstance(old, dict) and isinstance(new, dict):
-        for key in list(old) + [k for k in new if k not in old]:
-            where = f"{path}.{key}" if path else str(key)
-            if key not in new or key not in old:
-                was, now = old.get(key, "<absent>"), new.get(key, "<absent>")
-                return f"{where} (was {was!r}, now {now!r})"
-            diff = first_difference(old[key], new[key], where)
-            if diff:
-                return diff
-        return None
-    return None if old == new else f"{path} (was {old!r}, now {new!r})"
 
 
 @dataclass
@@ -119,8 +105,6 @@ class BenchSession:
         self.selected = self.probe_set.probes[: self.limit] if self.limit else list(self.probe_set.probes)
         self.specs = expand(self.strategy)
         # Regression gates (bench/gate.py): with --gate or --save-baseline the latency reference runs first.
-        from bench.gate import GateError, Gating
-
         try:
             self.gating = Gating.from_options(
                 self.strategy, self.gate, self.save_baseline, self.tolerance, self.gate_across_configs
@@ -171,7 +155,6 @@ class BenchSession:
     def _load_backends(self) -> None:
         """Load the LM, the retriever and the cache, then open the run folder (the heavy part of
         :meth:`__post_init__`; on an error the caller closes whatever was opened)."""
-        from bench.gate import GateError, fingerprint
         from bench.prices import price_for
 
         try:
@@ -204,25 +187,10 @@ class BenchSession:
         self.run_dir = self._open_run_dir()
 
     def _config(self) -> dict[str, Any]:
-        """Everything that determines the answers: compared on resume, hashed into the folder name."""
-        prompts = sorted({p for s in self.strategies.values() for p in s.static_prompts()})
-        return {
-            "probes": {
-                "name": self.probe_set.name,
-                "source": self._probe_source(),
-                "format": self.probe_set.format,
-                "hash": self.probe_set.hash,
-            },
-            "lm": self.lm_backend.describe(),
-            "retriever": self.retriever_backend.describe(),
-            "prompt_sha256": hashlib.sha256("\0".join(prompts).encode()).hexdigest(),
-            "strategies": {spec: s.params() for spec, s in self.strategies.items()},
-            # The code that makes requests: its version and, per spec, every template, stop sequence,
-            # look-ahead and fixed text it sends (a resume across either is refused). After the
-            # parameters, so that a changed parameter is the difference a refusal names first.
-            "flarebench": version(),
-            "requests_sha256": {spec: s.request_sha256() for spec, s in self.strategies.items()},
-        }
+        """Everything that determines the answers (:func:`bench.config.run_config`)."""
+        return run_config(
+            self.probe_set, self._probe_source(), self.lm_backend, self.retriever_backend, self.strategies
+        )
 
     def _probe_source(self) -> str:
         # A shipped set is named, so a run folder resumes and rescores from any checkout.
@@ -328,7 +296,7 @@ class BenchSession:
             "probe_ids": [p.id for p in self.selected],
             "config": self.config,
             "versions": _versions(),
-            "command": " ".join(sys.argv),
+            "command": command_line(),
         }
         if self.study:
             info["study"] = self.study

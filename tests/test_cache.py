@@ -9,6 +9,7 @@ import pandas as pd
 import pytest
 
 import bench.cache
+import bench.config
 import bench.session
 from bench.cache import CachedLM, CachedRetriever, DiskCache
 from strategies.base import retrieve
@@ -126,10 +127,10 @@ def test_a_run_of_another_version_or_template_is_not_resumed(tmp_path, monkeypat
     assert run_cli("run", "--strategy", "single_time", "--limit", "1", "--report-dir", run)[0] == 0
     info = json.loads((tmp_path / "run" / "run.json").read_text())
     assert info["config"]["flarebench"] == bench.version() and set(info["config"]["requests_sha256"]) == {"single_time"}
-    monkeypatch.setattr(bench.session, "version", lambda: "9.9.9")
+    monkeypatch.setattr(bench.config, "version", lambda: "9.9.9")
     code, _, err = run_cli("run", "--strategy", "single_time", "--limit", "1", "--report-dir", run)
     assert code == 2 and f"flarebench (was '{bench.version()}', now '9.9.9')" in err
-    monkeypatch.setattr(bench.session, "version", bench.version)
+    monkeypatch.setattr(bench.config, "version", bench.version)
     # A changed stop sequence (or template) changes the request fingerprint: refused as well.
     monkeypatch.setattr("strategies.base.STOP", ("\n\n",))
     code, _, err = run_cli("run", "--strategy", "single_time", "--limit", "1", "--report-dir", run)

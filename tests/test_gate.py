@@ -15,13 +15,13 @@ import pytest
 
 import bench.session
 from bench import cli
+from bench.config import config_difference
 from bench.gate import (
     DEFAULT_TOLERANCES,
     GateError,
     Gating,
     apply_overrides,
     compare,
-    config_difference,
     load_baseline,
     validate_tolerances,
     with_ratios,

@@ -10,6 +10,7 @@ import sys
 
 import pytest
 
+from bench.config import first_difference
 from bench.runlock import LOCK, LockHeld, RunLock
 from bench.runner import (
     StrategyRefused,
@@ -18,7 +19,7 @@ from bench.runner import (
     check_compatible,
     run_strategy,
 )
-from bench.session import BenchSession, ConfigError, first_difference
+from bench.session import BenchSession, ConfigError
 from strategies.base import Strategy, finish
 from strategies.lm import Prompt
 from strategies.records import Step
@@ -233,3 +234,18 @@ def test_run_lock_refuses_a_live_owner_and_takes_over_a_dead_one(tmp_path):
     (tmp_path / LOCK).write_text(json.dumps({"pid": dead, "host": "elsewhere.example", "token": "x"}))
     with pytest.raises(LockHeld, match=rf"\(pid {dead} on host elsewhere\.example\)"):
         RunLock(tmp_path).acquire()
+
+
+@pytest.mark.parametrize(
+    "argv, shown",
+    [
+        (["/work/.venv/bin/flarebench", "compare", "--limit", "20"], "flarebench compare --limit 20"),
+        (["/usr/lib/python3/site-packages/pytest/__main__.py", "bench"], "python -m pytest bench"),
+        (["/repo/bench/__main__.py", "run", "--report-dir", "my runs"], "python -m bench run --report-dir 'my runs'"),
+        (["/home/me/.local/bin/pytest", "bench", "--strategy", "flare_direct"], "pytest bench --strategy flare_direct"),
+    ],
+)
+def test_the_recorded_command_names_the_program_not_the_interpreter(argv, shown):
+    from bench.config import command_line
+
+    assert command_line(argv) == shown

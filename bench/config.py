@@ -1,0 +1,97 @@
+"""The run configuration: what determines a run's answers, its fingerprint for regression gates,
+and how two of them are compared. The session (resume or refuse a run folder) and the gate (refuse
+a baseline of another configuration) both use this module, and neither imports the other."""
+
+from __future__ import annotations
+
+import hashlib
+import shlex
+import sys
+from pathlib import Path
+from typing import Any
+
+from bench import version
+
+
+def run_config(probe_set, probe_source: str, lm, retriever, strategies: dict[str, Any]) -> dict[str, Any]:
+    """Everything that determines the answers: compared on resume, hashed into the folder name."""
+    prompts = sorted({p for s in strategies.values() for p in s.static_prompts()})
+    return {
+        "probes": {"name": probe_set.name, "source": probe_source, "format": probe_set.format, "hash": probe_set.hash},
+        "lm": lm.describe(),
+        "retriever": retriever.describe(),
+        "prompt_sha256": hashlib.sha256("\0".join(prompts).encode()).hexdigest(),
+        "strategies": {spec: s.params() for spec, s in strategies.items()},
+        # The code that makes requests: its version and, per spec, every template, stop sequence,
+        # look-ahead and fixed text it sends (a resume across either is refused). After the
+        # parameters, so that a changed parameter is the difference a refusal names first.
+        "flarebench": version(),
+        "requests_sha256": {spec: s.request_sha256() for spec, s in strategies.items()},
+    }
+
+
+def first_difference(old: Any, new: Any, path: str = "") -> str | None:
+    """The first field (dotted path) where two configurations differ, or None when they are equal."""
+    if isinstance(old, dict) and isinstance(new, dict):
+        for key in list(old) + [k for k in new if k not in old]:
+            where = f"{path}.{key}" if path else str(key)
+            if key not in new or key not in old:
+                was, now = old.get(key, "<absent>"), new.get(key, "<absent>")
+                return f"{where} (was {was!r}, now {now!r})"
+            diff = first_difference(old[key], new[key], where)
+            if diff:
+                return diff
+        return None
+    return None if old == new else f"{path} (was {old!r}, now {new!r})"
+
+
+def fingerprint(config: dict[str, Any], strategies: dict[str, Any], n_probes: int) -> dict[str, Any]:
+    """What must match for two runs' metrics to be comparable, from a run's :func:`run_config`.
+
+    The probe set (by name and content hash; its path is left out, it differs between machines)
+    and how many of its probes ran, the LM, the retriever, the flarebench version, and per spec its
+    parameters, the hash of its static prompts (the run-wide prompt hash depends on which specs ran
+    together) and the hash of everything else that shapes its requests.
+    """
+    probes = {k: v for k, v in config["probes"].items() if k != "source"}
+    return {
+        "probes": {**probes, "limit": n_probes},
+        "lm": config["lm"],
+        "retriever": config["retriever"],
+        "strategies": dict(config["strategies"]),
+        "flarebench": config["flarebench"],
+        "requests_sha256": dict(config["requests_sha256"]),
+        "prompts_sha256": {
+            spec: hashlib.sha256("\0".join(sorted(s.static_prompts())).encode()).hexdigest()
+            for spec, s in strategies.items()
+        },
+    }
+
+
+#: Fingerprint parts keyed by strategy spec: a gate compares only the specs it checks.
+_PER_SPEC = ("strategies", "prompts_sha256", "requests_sha256")
+
+
+def _view(fp: dict[str, Any], specs: list[str]) -> dict[str, Any]:
+    absent = "<absent>"
+    out = {k: v for k, v in fp.items() if k not in _PER_SPEC}
+    for key in _PER_SPEC:
+        part = fp.get(key) if isinstance(fp.get(key), dict) else {}
+        out[key] = {spec: part.get(spec, absent) for spec in specs}
+    return out
+
+
+def config_difference(baseline: dict[str, Any], run: dict[str, Any], specs: list[str]) -> str | None:
+    """The first field where a run's fingerprint differs from a baseline's, looking only at the
+    given specs among the strategies; None when they match."""
+    return first_difference(_view(baseline, specs), _view(run, specs))
+
+
+def command_line(argv: list[str] | None = None) -> str:
+    """The command that made a run, as its user typed it: the program's name, not the path of the
+    interpreter or virtual environment it ran from (``flarebench compare ...``, ``pytest bench ...``,
+    ``python -m bench run ...``). Recorded in run.json and baselines, shown in report.html."""
+    argv = list(sys.argv if argv is None else argv) or [""]
+    program = Path(argv[0])
+    name = f"python -m {program.parent.name}" if program.name == "__main__.py" else program.name
+    return " ".join([name, *(shlex.quote(a) for a in argv[1:])])

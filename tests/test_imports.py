@@ -1,0 +1,79 @@
+"""The package's import graph: no module imports, at any depth and from any function, a module that
+imports it back, and every module imports on its own (no import order hides a cycle)."""
+
+from __future__ import annotations
+
+import ast
+import subprocess
+import sys
+from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+PACKAGES = ("bench", "strategies", "probes")
+
+
+def _modules() -> dict[str, Path]:
+    out = {}
+    for package in PACKAGES:
+        for path in sorted((ROOT / package).rglob("*.py")):
+            name = ".".join(path.relative_to(ROOT).with_suffix("").parts).removesuffix(".__init__")
+            out[name] = path
+    return out
+
+
+def _imports(path: Path, modules: dict[str, Path]) -> set[str]:
+    """The package modules ``path`` imports, wherever the import statement stands."""
+    found = set()
+    for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+        if isinstance(node, ast.Import):
+            names = [a.name for a in node.names]
+        elif isinstance(node, ast.ImportFrom) and node.module and not node.level:
+            names = [node.module] + [f"{node.module}.{a.name}" for a in node.names]
+        else:
+            continue
+        found.update(n for n in names if n in modules)
+    return found
+
+
+def _cycle(graph: dict[str, set[str]]) -> list[str] | None:
+    """One import cycle as a path of module names, or None (depth-first search, three colours)."""
+    state: dict[str, int] = {}  # 1: on the current path, 2: done
+    path: list[str] = []
+
+    def visit(module: str) -> list[str] | None:
+        state[module] = 1
+        path.append(module)
+        for target in sorted(graph[module] - {module}):
+            if state.get(target) == 1:
+                return path[path.index(target) :] + [target]
+            if target not in state and (found := visit(target)):
+                return found
+        path.pop()
+        state[module] = 2
+        return None
+
+    for module in sorted(graph):
+        if module not in state and (found := visit(module)):
+            return found
+    return None
+
+
+def test_the_import_graph_has_no_cycle():
+    modules = _modules()
+    graph = {name: _imports(path, modules) for name, path in modules.items()}
+    assert _cycle(graph) is None, " -> ".join(_cycle(graph))
+    # The check itself finds a cycle where there is one.
+    assert _cycle({"a": {"b"}, "b": {"c"}, "c": {"a"}}) == ["a", "b", "c", "a"]
+
+
+def test_every_module_imports_on_its_own():
+    names = [n for n in _modules() if not n.endswith(("__main__", "test_bench"))]
+
+    def load(name: str) -> tuple[str, int, str]:
+        r = subprocess.run([sys.executable, "-c", f"import {name}"], cwd=ROOT, capture_output=True, text=True)
+        return name, r.returncode, r.stderr.strip().splitlines()[-1:]
+
+    with ThreadPoolExecutor(max_workers=2) as pool:
+        failed = [(n, err) for n, code, err in pool.map(load, names) if code]
+    assert failed == []
