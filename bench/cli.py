@@ -56,7 +56,7 @@ def _run(args: argparse.Namespace, study: dict | None = None) -> int:
                 if spec not in failed:
                     failed.append(spec)
         # Written while the run folder's lock is still held (close() releases it).
-        report = session.write_report()
+        session.write_report()
     except (KeyboardInterrupt, LMUnavailable):
         # Ctrl-C, or the LM server went away: what finished is summarised and the run is marked
         # interrupted (report.html waits for `report RUN_DIR`); main() says how to resume.
@@ -65,17 +65,7 @@ def _run(args: argparse.Namespace, study: dict | None = None) -> int:
         raise
     finally:
         session.close()
-    print(session.table())
-    print(f"run folder: {session.run_dir}")
-    print(f"report: {report}")
-    if gating.baseline is not None:
-        if gating.difference:
-            print(f"gate across configurations; first difference: {gating.difference}")
-        broken = [spec for spec, lines in gating.verdicts.items() if lines]
-        print(
-            f"gate {gating.baseline.path} (latency reference {gating.reference}): "
-            f"{len(gating.verdicts) - len(broken)} passed, {len(broken)} broken"
-        )
+    print("\n".join(session.closing_lines()))
     if gating.save_to is not None:
         note = gating.save(session.summary())
         print(note, file=sys.stderr if note.startswith("baseline not saved") else sys.stdout)

@@ -220,21 +220,9 @@ def pytest_terminal_summary(terminalreporter, exitstatus: int, config: pytest.Co
     if session is None:
         return
     terminalreporter.section("flarebench")
-    terminalreporter.write_line(session.table())
     if session.lm_capabilities:
         terminalreporter.write_line(session.lm_capabilities)
-    terminalreporter.write_line(f"run folder: {session.run_dir}")
-    if session.report_path is not None:
-        terminalreporter.write_line(f"report: {session.report_path}")
-    gating = session.gating
-    if gating.baseline is not None:
-        if gating.difference:
-            terminalreporter.write_line(f"gate across configurations; first difference: {gating.difference}")
-        broken = [spec for spec, lines in gating.verdicts.items() if lines]
-        passed = [spec for spec, lines in gating.verdicts.items() if not lines]
-        terminalreporter.write_line(
-            f"gate {gating.baseline.path} (latency reference {gating.reference}): "
-            f"{len(passed)} passed, {len(broken)} broken" + (f" ({', '.join(broken)})" if broken else "")
-        )
+    for line in session.closing_lines():
+        terminalreporter.write_line(line)
     for note in config.stash.get(_GATE_NOTES, []):
         terminalreporter.write_line(note)

@@ -394,6 +394,24 @@ class BenchSession:
     def table(self) -> str:
         return format_table(self.summary(), compact=True)
 
+    def closing_lines(self) -> list[str]:
+        """What every entry point prints when a run ends (the CLI to stdout, `pytest bench` in its
+        terminal summary): the table, the run folder, its report, and the gate's verdict."""
+        lines = [self.table(), f"run folder: {self.run_dir}"]
+        if self.report_path is not None:
+            lines.append(f"report: {self.report_path}")
+        gating = self.gating
+        if gating.baseline is not None:
+            if gating.difference:
+                lines.append(f"gate across configurations; first difference: {gating.difference}")
+            broken = [spec for spec, verdict in gating.verdicts.items() if verdict]
+            lines.append(
+                f"gate {gating.baseline.path} (latency reference {gating.reference}): "
+                f"{len(gating.verdicts) - len(broken)} passed, {len(broken)} broken"
+                + (f" ({', '.join(broken)})" if broken else "")
+            )
+        return lines
+
     def close(self) -> None:
         """Close the LM and the cache and release the run folder's lock (safe to call twice)."""
         try:

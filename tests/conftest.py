@@ -53,3 +53,13 @@ def scripted_lm(monkeypatch):
     lm = ProbeAwareLM()
     monkeypatch.setattr(bench.session, "make_lm", lambda *args, **kwargs: lm)
     return lm
+
+
+@pytest.fixture
+def isolated_registry(monkeypatch):
+    """Strategies a test registers are gone when it ends: `--strategy all` in later tests never
+    meets a test's toy strategy."""
+    from strategies import registry
+
+    registry.names()  # the built-ins are registered first, and stay
+    monkeypatch.setattr(registry, "_REGISTRY", dict(registry._REGISTRY))

@@ -32,7 +32,7 @@ from strategies.base import Strategy, finish
 from strategies.lm import LMError, LMUnavailable, Prompt
 from strategies.openai_lm import OpenAILM
 from strategies.records import Step
-from strategies.registry import parse_spec, register
+from strategies.registry import parse_spec
 from tests import servers
 from tests.scripted import ScriptedLM
 
@@ -391,7 +391,6 @@ def test_concurrency_needs_a_thread_safe_backend():
 # ------------------------------------------------------------------------------------------
 
 
-@register("_test_lm_echo")
 @dataclasses.dataclass
 class LMEcho(Strategy):
     """Answers with one LM call; the LM sees the question."""

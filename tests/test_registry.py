@@ -44,7 +44,7 @@ def test_expand_all_and_default():
     assert expand(["single_time", "single_time:k=5", "single_time"]) == ["single_time", "single_time:k=5"]
 
 
-def test_register_decorator_and_conversions():
+def test_register_decorator_and_conversions(isolated_registry):
     from typing import Literal
 
     @register("_test_toy")
@@ -65,3 +65,8 @@ def test_register_decorator_and_conversions():
         parse_spec("_test_toy:mode=c")
     with pytest.raises(ValueError, match="registered twice"):
         register("_test_toy")(type("Other", (Toy,), {}))
+
+
+def test_a_toy_strategy_registered_by_a_test_is_gone_afterwards():
+    # test_register_decorator_and_conversions ran first (file order) with the isolated registry.
+    assert "_test_toy" not in names()

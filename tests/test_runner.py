@@ -23,11 +23,9 @@ from bench.session import BenchSession, ConfigError
 from strategies.base import Strategy, finish
 from strategies.lm import Prompt
 from strategies.records import Step
-from strategies.registry import register
 from tests.scripted import ScriptedLM
 
 
-@register("_test_flaky")
 @dataclasses.dataclass
 class Flaky(Strategy):
     """Answers from a scripted LM; raises on questions containing 'explode' or 'interrupt'."""
