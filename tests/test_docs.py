@@ -46,7 +46,7 @@ def text_of(path: Path) -> str | None:
 
 
 def markdown_pages() -> list[Path]:
-    return [ROOT / "README.md", *sorted(DOCS.glob("*.md"))]
+    return [ROOT / "README.md", ROOT / "CONTRIBUTING.md", *sorted(DOCS.glob("*.md"))]
 
 
 def slug(heading: str) -> str:
