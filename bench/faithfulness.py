@@ -46,11 +46,12 @@ Policies (never a crash, never a silent 0):
   out of the mean, and the count is reported next to it. Transport errors (connection refused, HTTP
   401/404/5xx) are not parse failures: they raise :class:`JudgeError`.
 
-:func:`summarize_faithfulness` ``(rows) -> dict[strategy, {"faithfulness", "faithfulness_method",
-"judge_parse_failures"}]``: ``faithfulness`` is the mean over the strategy's probes that have a score
-(macro average: each answer weighs the same), None when none has; ``faithfulness_method`` is the
-method of the scored probes (``"n/a: no context"`` when no probe had context, else the first ``n/a``
-reason); ``judge_parse_failures`` is the sum.
+:func:`summarize_faithfulness` ``(rows) -> dict[strategy, {"faithfulness", "faithfulness_n",
+"faithfulness_method", "judge_parse_failures"}]``: ``faithfulness`` is the mean over the strategy's
+probes that have a score (macro average: each answer weighs the same; None when none has);
+``faithfulness_n`` is how many those are; ``faithfulness_method`` is the method of the scored
+probes (``"n/a: no context"`` when no probe had context, else the first ``n/a`` reason);
+``judge_parse_failures`` is the sum.
 
 Judge configuration: :func:`parse_judge` ``(spec, base_url=None, env=os.environ) -> Judge | None``
 from ``--judge openai:MODEL``, ``--judge-base-url`` / ``$JUDGE_BASE_URL``, ``$JUDGE_API_KEY`` (else
