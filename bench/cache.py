@@ -19,10 +19,10 @@ import threading
 import time
 from pathlib import Path
 
-from bench import version
-from strategies.lm import LM, GenerationRequest
-from strategies.records import LMCall, Passage
-from strategies.retriever import Lookup, Retriever, cache_root
+from flarebench.bench import version
+from flarebench.strategies.lm import LM, GenerationRequest
+from flarebench.strategies.records import LMCall, Passage
+from flarebench.strategies.retriever import Lookup, Retriever, cache_root
 
 CACHE_FILE = "calls.sqlite"
 

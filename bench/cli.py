@@ -1,4 +1,4 @@
-"""The ``flarebench`` console script (also ``python -m bench``).
+"""The ``flarebench`` console script (also ``python -m flarebench``).
 
 ``flarebench run [OPTIONS]`` runs strategies exactly as ``pytest bench [OPTIONS]`` does (the same
 option names); ``compare`` runs several strategies into one report; ``sweep`` runs one parameter
@@ -13,9 +13,9 @@ import json
 import sys
 from pathlib import Path
 
-from bench.options import RUN_OPTIONS
-from bench.runner import RESUME_HINT
-from strategies.lm import LMUnavailable
+from flarebench.bench.options import RUN_OPTIONS
+from flarebench.bench.runner import RESUME_HINT
+from flarebench.strategies.lm import LMUnavailable
 
 
 class UserError(Exception):
@@ -23,8 +23,8 @@ class UserError(Exception):
 
 
 def _run(args: argparse.Namespace, study: dict | None = None) -> int:
-    from bench.runner import StrategyRefused
-    from bench.session import BenchSession, ConfigError
+    from flarebench.bench.runner import StrategyRefused
+    from flarebench.bench.session import BenchSession, ConfigError
 
     try:
         session = BenchSession(**{o.dest: getattr(args, o.dest) for o in RUN_OPTIONS}, study=study)
@@ -77,7 +77,7 @@ def _run(args: argparse.Namespace, study: dict | None = None) -> int:
 
 
 def _compare(args: argparse.Namespace) -> int:
-    from strategies.registry import expand
+    from flarebench.strategies.registry import expand
 
     specs = expand(args.strategy)
     if len(specs) < 2:
@@ -86,7 +86,7 @@ def _compare(args: argparse.Namespace) -> int:
 
 
 def _sweep(args: argparse.Namespace) -> int:
-    from strategies.registry import SpecError, expand, with_param
+    from flarebench.strategies.registry import SpecError, expand, with_param
 
     key, eq, raw = args.param.partition("=")
     values = [v.strip() for v in raw.split(",") if v.strip()]
@@ -110,10 +110,10 @@ def _rescore(args: argparse.Namespace):
     """Score RUN_DIR again from its traces: the probes the run selected (run.json) and each
     (strategy, probe) once; returns (run_dir, run.json, traces, probe set, summary). Only reads
     traces.jsonl, so it needs no lock and works while a run is writing the folder."""
-    from bench.report import summary_frame, write_summary
-    from bench.runner import TRACES, TraceError, TraceLog
-    from bench.session import RUN_JSON
-    from probes.load import ProbeError, load_probe_set
+    from flarebench.bench.report import summary_frame, write_summary
+    from flarebench.bench.runner import TRACES, TraceError, TraceLog
+    from flarebench.bench.session import RUN_JSON
+    from flarebench.probes.load import ProbeError, load_probe_set
 
     run_dir = Path(args.run_dir)
     run_json = run_dir / RUN_JSON
@@ -196,14 +196,14 @@ def _scored_line(traces: list, selected: int) -> str:
 
 
 def _score(args: argparse.Namespace) -> int:
-    from bench.report import format_table
+    from flarebench.bench.report import format_table
 
     run_dir, info, traces, probe_set, summary = _rescore(args)
     config = info["config"]
     print(format_table(summary))
     for field in args.by or []:
-        from bench.breakdown import BreakdownError, breakdown
-        from bench.report import probe_rows, write_atomic
+        from flarebench.bench.breakdown import BreakdownError, breakdown
+        from flarebench.bench.report import probe_rows, write_atomic
 
         try:
             table = breakdown(
@@ -217,8 +217,8 @@ def _score(args: argparse.Namespace) -> int:
 
 
 def _report(args: argparse.Namespace) -> int:
-    from bench.html import write_report
-    from bench.report import format_table
+    from flarebench.bench.html import write_report
+    from flarebench.bench.report import format_table
 
     run_dir, info, traces, probe_set, summary = _rescore(args)
     print(format_table(summary, compact=True))
@@ -229,7 +229,7 @@ def _report(args: argparse.Namespace) -> int:
 def _faithfulness(args: argparse.Namespace, info: dict, traces: list, probe_set) -> dict:
     """Faithfulness rows of the traces: with the judge given to `score`, else the judge the run
     recorded (its key read again from the environment), else the offline method."""
-    from bench.faithfulness import JudgeError, faithfulness_rows, parse_judge
+    from flarebench.bench.faithfulness import JudgeError, faithfulness_rows, parse_judge
 
     recorded = ((info.get("scoring") or {}) if isinstance(info.get("scoring"), dict) else {}).get("judge") or {}
     spec = args.judge or recorded.get("spec")
@@ -244,9 +244,9 @@ def _faithfulness(args: argparse.Namespace, info: dict, traces: list, probe_set)
 def _scoring(args: argparse.Namespace, info: dict, run_json: Path):
     """The price and delta reference to score with: the options given to `score`, else those the
     run recorded in run.json (``scoring``), else the defaults (the shipped price table)."""
-    from bench.paths import PathError, check_input_file
-    from bench.prices import Price, PriceError, price_for
-    from bench.uncertainty import DEFAULT_REFERENCE
+    from flarebench.bench.paths import PathError, check_input_file
+    from flarebench.bench.prices import Price, PriceError, price_for
+    from flarebench.bench.uncertainty import DEFAULT_REFERENCE
 
     recorded = info.get("scoring") if isinstance(info.get("scoring"), dict) else None
     reference = args.reference or (recorded or {}).get("reference") or DEFAULT_REFERENCE

@@ -23,9 +23,8 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 import numpy as np
+from flarebench.strategies.records import Trace
 from scipy.stats import rankdata
-
-from strategies.records import Trace
 
 
 @dataclass(frozen=True)

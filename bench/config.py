@@ -10,7 +10,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from bench import version
+from flarebench.bench import version
 
 
 def run_config(probe_set, probe_source: str, lm, retriever, strategies: dict[str, Any]) -> dict[str, Any]:
@@ -90,7 +90,7 @@ def config_difference(baseline: dict[str, Any], run: dict[str, Any], specs: list
 def command_line(argv: list[str] | None = None) -> str:
     """The command that made a run, as its user typed it: the program's name, not the path of the
     interpreter or virtual environment it ran from (``flarebench compare ...``, ``pytest bench ...``,
-    ``python -m bench run ...``). Recorded in run.json and baselines, shown in report.html."""
+    ``python -m flarebench run ...``). Recorded in run.json and baselines, shown in report.html."""
     argv = list(sys.argv if argv is None else argv) or [""]
     program = Path(argv[0])
     name = f"python -m {program.parent.name}" if program.name == "__main__.py" else program.name

@@ -1,7 +1,7 @@
 """Faithfulness: the share of an answer's claims supported by the contexts the strategy retrieved.
 
 Computed from traces alone (plus the probe set's corpus, to turn retrieved doc ids back into text),
-so ``python -m bench score RUN_DIR`` recomputes it. Two methods, named in every row so that no one
+so ``python -m flarebench score RUN_DIR`` recomputes it. Two methods, named in every row so that no one
 mistakes one for the other:
 
 * ``lexical-overlap`` (offline, the default): a claim is supported when one single sentence of one
@@ -14,7 +14,7 @@ mistakes one for the other:
 Contract (the harness wires this in; nothing here touches files, options or the summary table)
 ------------------------------------------------------------------------------------------------
 
-Claims. The answer's claims are the sentences of ``trace.output`` (``strategies.sentences.
+Claims. The answer's claims are the sentences of ``trace.output`` (``flarebench.strategies.sentences.
 split_sentences``), stripped, with ``[Search(...)]`` markers removed and sentences without a content
 word dropped; the final-answer statement ("So the answer is X.") counts through its answer part: each
 item of ``X`` (split at commas, semicolons and "and") is a claim, so a final answer the passages do
@@ -79,10 +79,9 @@ from dataclasses import dataclass, field
 from typing import Any
 
 import Stemmer
-
-from bench.metrics import split_items
-from strategies.records import Trace
-from strategies.sentences import split_sentences
+from flarebench.bench.metrics import split_items
+from flarebench.strategies.records import Trace
+from flarebench.strategies.sentences import split_sentences
 
 __all__ = [
     "LEXICAL_METHOD",

@@ -4,7 +4,7 @@ A baseline is a JSON file::
 
     {
       "version": 1,
-      "config": {...},            # the configuration fingerprint (see :func:`bench.config.fingerprint`)
+      "config": {...},            # the configuration fingerprint (see :func:`flarebench.bench.config.fingerprint`)
       "reference": {"spec": "no_retrieval", "latency_p50_s": ..., "latency_p95_s": ...},
       "metrics": {SPEC: {METRIC: value, ...}, ...},
       "tolerances": {METRIC: {KIND: value, ...} | null, ...},
@@ -12,7 +12,7 @@ A baseline is a JSON file::
     }
 
 ``metrics`` holds each spec's summary values under their summary column names
-(:data:`bench.metrics.SUMMARY_COLUMNS`), plus ``latency_p50_ratio`` and ``latency_p95_ratio``: the
+(:data:`flarebench.bench.metrics.SUMMARY_COLUMNS`), plus ``latency_p50_ratio`` and ``latency_p95_ratio``: the
 spec's latency divided by the reference strategy's latency measured in the same run, so a slower
 machine does not fail the gate.
 
@@ -33,7 +33,7 @@ A gated metric (one with a bound) that is missing, null or NaN on either side is
 own (``faithfulness: missing in the new run (baseline 0.8)``): a metric that could not be computed,
 e.g. a judge whose every reply failed to parse, must not pass the gate unseen.
 
-Nothing here loads a model; the session (:mod:`bench.session`) and the plugin call in.
+Nothing here loads a model; the session (:mod:`flarebench.bench.session`) and the plugin call in.
 """
 
 from __future__ import annotations
@@ -46,8 +46,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from bench.config import command_line, config_difference
-from bench.metrics import SUMMARY_COLUMNS
+from flarebench.bench.config import command_line, config_difference
+from flarebench.bench.metrics import SUMMARY_COLUMNS
 
 VERSION = 1
 
@@ -372,7 +372,7 @@ class Gating:
         gate_across_configs: bool = False,
     ) -> Gating:
         """Resolve the options; load and validate the baseline. Raises GateError."""
-        from strategies.registry import expand
+        from flarebench.strategies.registry import expand
 
         if not gate and not save_baseline:
             if tolerance:
@@ -380,7 +380,7 @@ class Gating:
             if gate_across_configs:
                 raise GateError("--gate-across-configs applies to --gate, which was not given")
             return cls(specs=expand(strategy))
-        from bench.paths import PathError, check_input_file, check_output_file
+        from flarebench.bench.paths import PathError, check_input_file, check_output_file
 
         try:
             # Before the run, not after it: a baseline that cannot be written would lose the run.
@@ -418,7 +418,7 @@ class Gating:
     # -- at session start ------------------------------------------------------------------
 
     def bind(self, fp: dict[str, Any]) -> None:
-        """Take the run's fingerprint (see :func:`bench.config.fingerprint`); refuse a run whose fingerprint
+        """Take the run's fingerprint (see :func:`flarebench.bench.config.fingerprint`); refuse a run whose fingerprint
         differs from the baseline's, unless comparing across configurations."""
         self.fp = fp
         if self.baseline is None:
@@ -437,7 +437,7 @@ class Gating:
         retrieval. One-time costs (the model's weights paged in, each prefix's evaluation, first
         allocations) then land in no strategy's latency, and a strategy's latency does not depend
         on which strategies ran before it. Nothing a probe produces is made or reused here."""
-        from strategies.lm import LMError, LMUnavailable, Prompt
+        from flarebench.strategies.lm import LMError, LMUnavailable, Prompt
 
         if not self.active:
             return
@@ -487,7 +487,7 @@ class Gating:
 
     def write_verdicts(self, run_dir: Path) -> None:
         """``gate.json`` in the run folder: the baseline and each gated spec's broken metrics."""
-        from bench.report import write_atomic
+        from flarebench.bench.report import write_atomic
 
         info = {
             "baseline": str(self.baseline.path) if self.baseline else None,
@@ -534,7 +534,7 @@ class Gating:
             return f"baseline not saved: {', '.join(broken)} broke the gate"
         doc = self.baseline_document(summary)
         self.save_to.parent.mkdir(parents=True, exist_ok=True)
-        from bench.report import write_atomic
+        from flarebench.bench.report import write_atomic
 
         write_atomic(self.save_to, json.dumps(doc, indent=2) + "\n")
         return f"baseline saved: {self.save_to} ({', '.join(self.wanted)})"

@@ -18,12 +18,11 @@ from pathlib import Path
 from typing import Any
 
 import pandas as pd
-
-from bench import plots
-from bench.findings import findings
-from bench.metrics import COLUMN_DOCS
-from bench.report import compact_frame, probe_rows, write_atomic
-from strategies.records import Trace
+from flarebench.bench import plots
+from flarebench.bench.findings import findings
+from flarebench.bench.metrics import COLUMN_DOCS
+from flarebench.bench.report import compact_frame, probe_rows, write_atomic
+from flarebench.strategies.records import Trace
 
 REPORT_HTML = "report.html"
 #: The page's stylesheet and viewer script, inlined into every report.

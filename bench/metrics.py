@@ -12,7 +12,8 @@ times are in seconds (see the contract in docs/design.md).
 Probes are used by duck typing: only ``id``, ``question`` (for the echo rule; the trace's question
 when absent), ``answers``, ``answer_type``, ``gold_doc_ids`` and ``metadata`` are read, so this
 module does not import ``probes``. The price table, the paired bootstrap and the confidence-gate
-measures live in :mod:`bench.prices`, :mod:`bench.uncertainty` and :mod:`bench.confidence`.
+measures live in :mod:`flarebench.bench.prices`, :mod:`flarebench.bench.uncertainty` and
+:mod:`flarebench.bench.confidence`.
 """
 
 from __future__ import annotations
@@ -25,8 +26,7 @@ from typing import Any
 
 import numpy as np
 import pandas as pd
-
-from strategies.records import Trace
+from flarebench.strategies.records import Trace
 
 __all__ = [
     "COLUMN_DOCS",
@@ -249,7 +249,7 @@ def last_clause(output: str | None) -> str | None:
     has any words, cut after its last colon, semicolon or copula (is/are/was/were/be), trailing
     punctuation dropped. ``"The mother of Bea Tull is Rosa Tull."`` gives ``"Rosa Tull"``; a list
     ("... are Ada Moss, Bo Fink.") keeps its commas. None when nothing is left."""
-    from strategies.sentences import split_sentences
+    from flarebench.strategies.sentences import split_sentences
 
     text = (output or "").strip()
     if not normalize_answer(text):
@@ -265,11 +265,11 @@ def final_answer(trace: Trace) -> tuple[str | None, str]:
     :data:`LAST_CLAUSE`, :data:`ABSTAINED` or :data:`NO_ANSWER`). Never the whole output.
 
     The answer is read again from the output at scoring time ("So the answer is X", by
-    :func:`strategies.prompts.extract_answer`), so a fix to extraction reaches old runs; without a
+    :func:`flarebench.strategies.prompts.extract_answer`), so a fix to extraction reaches old runs; without a
     statement, the last clause of the output (:func:`last_clause`). An error has no answer; an
     abstention (the strategy abstained, or the answer says there is none: "not in the documents")
     has none either."""
-    from strategies.prompts import extract_answer, is_abstention
+    from flarebench.strategies.prompts import extract_answer, is_abstention
 
     if trace.error or trace.stop_reason == "error":
         return None, NO_ANSWER
@@ -351,13 +351,13 @@ def probe_row(trace: Trace, probe: Any) -> dict[str, Any]:
     in the union of every retrieval's doc ids (first hop included); it is ``None`` when the probe
     has no gold docs and 0.0 when it has some but nothing was retrieved. ``incomplete`` names why
     the answer is incomplete (see :func:`incomplete_reason`); ``gate_score``, ``gate_fired`` and
-    ``gate_threshold`` what the confidence gate judged (:func:`bench.confidence.gate_record`; None
+    ``gate_threshold`` what the confidence gate judged (:func:`flarebench.bench.confidence.gate_record`; None
     for strategies without a gate). ``probe.metadata`` keys are
     added with the prefix ``meta_``.
     """
     if trace.probe_id and trace.probe_id != probe.id:
         raise ValueError(f"trace is for probe {trace.probe_id!r}, not {probe.id!r}")
-    from bench.confidence import gate_record
+    from flarebench.bench.confidence import gate_record
 
     error = trace.error or None  # "" is no error
     answer, rule = final_answer(trace)
@@ -595,7 +595,7 @@ def _failed(g: pd.DataFrame) -> pd.Series:
 
 
 def _summary_row(strategy: str, g: pd.DataFrame, price: Any = None) -> dict[str, Any]:
-    from bench.confidence import gate_summary
+    from flarebench.bench.confidence import gate_summary
 
     failed = _failed(g)
     recall = pd.to_numeric(g["recall"], errors="coerce")
@@ -677,8 +677,8 @@ def _per_probe(g: pd.DataFrame, metric: str) -> pd.Series:
 
 
 def _deltas(groups: dict[str, pd.DataFrame], reference: str | None) -> dict[str, dict[str, Any]]:
-    """Each strategy's delta columns against ``reference`` (paired bootstrap; see bench.uncertainty)."""
-    from bench.uncertainty import paired_bootstrap
+    """Each strategy's delta columns against ``reference`` (paired bootstrap; see flarebench.bench.uncertainty)."""
+    from flarebench.bench.uncertainty import paired_bootstrap
 
     empty = {c: None for c in DELTA_COLUMNS}
     if not reference or reference not in groups:
@@ -716,13 +716,13 @@ def summarize(
     ``order`` without rows are skipped; strategies with rows but not in ``order`` follow, in
     first-appearance order, so no row is ever dropped), else in first-appearance order.
     ``recall`` is NaN for a strategy whose probes have no gold docs. ``price`` (a
-    :class:`bench.prices.Price`) prices ``cost_per_q`` (NaN without one). ``reference`` is the
-    strategy the delta columns compare with (default :data:`bench.uncertainty.DEFAULT_REFERENCE`;
+    :class:`flarebench.bench.prices.Price`) prices ``cost_per_q`` (NaN without one). ``reference`` is the
+    strategy the delta columns compare with (default :data:`flarebench.bench.uncertainty.DEFAULT_REFERENCE`;
     the delta columns are empty when it has no rows). Nothing is rounded. ``attrs["notes"]`` holds
     one line per thing a reader must know (how cost was priced, the delta reference, undefined
     gate AUROCs), which summary.md prints.
     """
-    from bench.uncertainty import DEFAULT_REFERENCE
+    from flarebench.bench.uncertainty import DEFAULT_REFERENCE
 
     if reference is None:
         reference = DEFAULT_REFERENCE

@@ -49,7 +49,7 @@ RUN_OPTIONS: tuple[Option, ...] = (
     ),
     Option(
         "--probes",
-        "probe set: a shipped name (see `python -m probes list`) or a folder in the probe "
+        "probe set: a shipped name (see `python -m flarebench.probes list`) or a folder in the probe "
         "format (default: phantomwiki)",
         default="phantomwiki",
         metavar="NAME|PATH",

@@ -16,8 +16,7 @@ from __future__ import annotations
 import contextlib
 
 import pytest
-
-from bench.options import RUN_OPTIONS
+from flarebench.bench.options import RUN_OPTIONS
 
 _SESSION = pytest.StashKey[object]()
 _GATING = pytest.StashKey[object]()
@@ -34,7 +33,7 @@ def pytest_addoption(parser: pytest.Parser) -> None:
 def pytest_configure(config: pytest.Config) -> None:
     # A bad --strategy is a usage error, reported before anything is collected or loaded.
     if config.getoption("strategy"):
-        from strategies.registry import SpecError, expand, parse_spec
+        from flarebench.strategies.registry import SpecError, expand, parse_spec
 
         for spec in expand(config.getoption("strategy")):
             try:
@@ -43,7 +42,7 @@ def pytest_configure(config: pytest.Config) -> None:
                 raise pytest.UsageError(str(e)) from None
     # A bad baseline file or gate option is a usage error too, before any model is loaded.
     if any(config.getoption(name) for name in _GATE_OPTIONS):
-        from bench.gate import GateError, Gating
+        from flarebench.bench.gate import GateError, Gating
 
         try:
             config.stash[_GATING] = Gating.from_options(
@@ -55,7 +54,7 @@ def pytest_configure(config: pytest.Config) -> None:
 
 def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
     if "spec" in metafunc.fixturenames:
-        from strategies.registry import expand
+        from flarebench.strategies.registry import expand
 
         gating = metafunc.config.stash.get(_GATING, None)
         # Under a gate the specs are the plan's: the latency reference first, then the gated ones.
@@ -86,8 +85,8 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
 @contextlib.contextmanager
 def _stop_if_lm_unreachable():
     """An LM server that cannot be reached stops the pytest session with one line, no traceback."""
-    from bench.runner import RESUME_HINT
-    from strategies.lm import LMUnavailable
+    from flarebench.bench.runner import RESUME_HINT
+    from flarebench.strategies.lm import LMUnavailable
 
     try:
         yield
@@ -98,7 +97,7 @@ def _stop_if_lm_unreachable():
 @pytest.fixture(scope="session")
 def bench_session(request: pytest.FixtureRequest):
     """The run shared by all bench tests of this pytest session (probes, LM, retriever, run folder)."""
-    from bench.session import BenchSession, ConfigError
+    from flarebench.bench.session import BenchSession, ConfigError
 
     opts = {o.dest: request.config.getoption(o.dest) for o in RUN_OPTIONS}
     capman = request.config.pluginmanager.getplugin("capturemanager")
@@ -124,7 +123,7 @@ def bench_session(request: pytest.FixtureRequest):
 @pytest.fixture
 def run_spec(request: pytest.FixtureRequest, bench_session):
     """Run a strategy spec on the session's probes with live progress (output capture paused)."""
-    from bench.runner import StrategyRefused
+    from flarebench.bench.runner import StrategyRefused
 
     capman = request.config.pluginmanager.getplugin("capturemanager")
 
@@ -143,8 +142,8 @@ def bench_timing(request: pytest.FixtureRequest, bench_session):
     """Time one fixed probe (the run's first) of a spec with pytest-benchmark, after the spec ran
     (so the model is warm), one round; the spec's summary row goes in ``extra_info``. A no-op
     when pytest-benchmark is not active or its timing is skipped or disabled."""
-    from bench.gate import with_ratios
-    from bench.runner import run_probe
+    from flarebench.bench.gate import with_ratios
+    from flarebench.bench.runner import run_probe
 
     benchmark = request.getfixturevalue("benchmark") if "benchmark" in request.fixturenames else None
 
@@ -187,7 +186,7 @@ def bench_gate(request: pytest.FixtureRequest, bench_session):
             return
         if gating.reference not in bench_session.results:
             # The reference was deselected (-k) or has not run yet: its latency is needed now.
-            from bench.runner import StrategyRefused
+            from flarebench.bench.runner import StrategyRefused
 
             try:
                 with capman.global_and_fixture_disabled(), _stop_if_lm_unreachable():

@@ -8,11 +8,10 @@ import tempfile
 from pathlib import Path
 
 import pandas as pd
+from flarebench.bench.faithfulness import summarize_faithfulness
+from flarebench.bench.metrics import COLUMN_DOCS, SUMMARY_COLUMNS, probe_row, summarize
+from flarebench.strategies.records import Trace
 from tabulate import tabulate
-
-from bench.faithfulness import summarize_faithfulness
-from bench.metrics import COLUMN_DOCS, SUMMARY_COLUMNS, probe_row, summarize
-from strategies.records import Trace
 
 SUMMARY_CSV = "summary.csv"
 SUMMARY_MD = "summary.md"
@@ -30,7 +29,7 @@ def write_atomic(path: Path, text: str) -> None:
 
 
 def probe_rows(traces: list[Trace], probes: dict) -> pd.DataFrame:
-    """One row per (strategy, probe) (see :func:`bench.metrics.probe_row`): strategies in the order
+    """One row per (strategy, probe) (see :func:`flarebench.bench.metrics.probe_row`): strategies in the order
     they first appear, each one's probes in the probe set's order. A concurrent run writes traces as
     they finish; sorting here keeps its summary (the paired bootstrap sees the probes in one order)
     equal to that of a sequential run with the same answers."""
@@ -49,8 +48,8 @@ def summary_frame(
     faithfulness: dict | None = None,
 ) -> pd.DataFrame:
     """One row per strategy spec, from the traces and the probes they answer; ``price`` (a
-    :class:`bench.prices.Price`) prices cost_per_q, ``reference`` is the delta columns' reference,
-    ``faithfulness`` holds :func:`bench.faithfulness.faithfulness_rows` for these traces."""
+    :class:`flarebench.bench.prices.Price`) prices cost_per_q, ``reference`` is the delta columns' reference,
+    ``faithfulness`` holds :func:`flarebench.bench.faithfulness.faithfulness_rows` for these traces."""
     rows = probe_rows(traces, probes)
     if rows.empty:
         # No trace yet: an empty summary with every column.

@@ -12,10 +12,10 @@ from collections.abc import Callable, Iterable, Iterator
 from concurrent.futures import ThreadPoolExecutor, as_completed
 from pathlib import Path
 
-from strategies.base import Strategy
-from strategies.lm import LM, LMUnavailable
-from strategies.records import Trace
-from strategies.retriever import Retriever
+from flarebench.strategies.base import Strategy
+from flarebench.strategies.lm import LM, LMUnavailable
+from flarebench.strategies.records import Trace
+from flarebench.strategies.retriever import Retriever
 
 TRACES = "traces.jsonl"
 #: What the entry points add when a run stops because the LM is unreachable (LMUnavailable).

@@ -18,18 +18,17 @@ from importlib import metadata
 from pathlib import Path
 from typing import Any
 
+from flarebench.bench.config import command_line, fingerprint, first_difference, run_config
+from flarebench.bench.gate import GateError, Gating
+from flarebench.bench.report import format_table, summary_frame, write_atomic, write_summary
+from flarebench.bench.runlock import LOCK, LockHeld, RunLock
+from flarebench.bench.runner import TRACES, TraceError, TraceLog, run_strategy
+from flarebench.probes.load import SHIPPED_DIR, ProbeError, load_probe_set
+from flarebench.strategies.backends import lm_class, make_lm, make_retriever
+from flarebench.strategies.lm import LMError, LMUnavailable
+from flarebench.strategies.records import Trace
+from flarebench.strategies.registry import expand, parse_spec
 from tqdm import tqdm
-
-from bench.config import command_line, fingerprint, first_difference, run_config
-from bench.gate import GateError, Gating
-from bench.report import format_table, summary_frame, write_atomic, write_summary
-from bench.runlock import LOCK, LockHeld, RunLock
-from bench.runner import TRACES, TraceError, TraceLog, run_strategy
-from probes.load import SHIPPED_DIR, ProbeError, load_probe_set
-from strategies.backends import lm_class, make_lm, make_retriever
-from strategies.lm import LMError, LMUnavailable
-from strategies.records import Trace
-from strategies.registry import expand, parse_spec
 
 RUN_JSON = "run.json"
 
@@ -113,21 +112,21 @@ class BenchSession:
             raise ConfigError(str(e)) from None
         self.specs = self.gating.specs
         # Parse every spec before loading anything heavy, so a typo fails at once.
-        from strategies.registry import SpecError
+        from flarebench.strategies.registry import SpecError
 
         try:
             self.strategies = {spec: parse_spec(spec) for spec in self.specs}
         except SpecError as e:
             raise ConfigError(str(e)) from None
         # A bad price file fails before anything heavy is loaded; the LM's name picks the price below.
-        from bench.prices import PriceError, load_table
+        from flarebench.bench.prices import PriceError, load_table
 
         try:
             if self.prices:
                 load_table(self.prices)
         except PriceError as e:
             raise ConfigError(str(e)) from None
-        from bench.faithfulness import JudgeError, parse_judge
+        from flarebench.bench.faithfulness import JudgeError, parse_judge
 
         try:
             self.judge_backend = parse_judge(self.judge, self.judge_base_url)
@@ -155,7 +154,7 @@ class BenchSession:
     def _load_backends(self) -> None:
         """Load the LM, the retriever and the cache, then open the run folder (the heavy part of
         :meth:`__post_init__`; on an error the caller closes whatever was opened)."""
-        from bench.prices import price_for
+        from flarebench.bench.prices import price_for
 
         try:
             self.lm_backend = make_lm(self.lm, self.lm_base_url, self.lm_api_key_env, self.lm_timeout, self.lm_retries)
@@ -171,7 +170,7 @@ class BenchSession:
             raise ConfigError(str(e)) from None
         self.disk_cache = None
         if self.cache:
-            from bench.cache import CachedLM, CachedRetriever, DiskCache, default_dir
+            from flarebench.bench.cache import CachedLM, CachedRetriever, DiskCache, default_dir
 
             self.disk_cache = DiskCache(default_dir() if self.cache == "default" else self.cache)
             self.lm_backend = CachedLM(self.lm_backend, self.disk_cache)
@@ -187,7 +186,7 @@ class BenchSession:
         self.run_dir = self._open_run_dir()
 
     def _config(self) -> dict[str, Any]:
-        """Everything that determines the answers (:func:`bench.config.run_config`)."""
+        """Everything that determines the answers (:func:`flarebench.bench.config.run_config`)."""
         return run_config(
             self.probe_set, self._probe_source(), self.lm_backend, self.retriever_backend, self.strategies
         )
@@ -205,12 +204,12 @@ class BenchSession:
     def _check_paths(self) -> None:
         """Refuse, in one line, a path option that cannot serve: a file where a folder is wanted
         or the reverse, a missing input, a place that cannot be written."""
-        from bench.paths import PathError, check_folder, check_input_file
+        from flarebench.bench.paths import PathError, check_folder, check_input_file
 
         try:
             check_folder("--report-dir", self.report_dir or "reports")
             if self.cache:
-                from bench.cache import default_dir
+                from flarebench.bench.cache import default_dir
 
                 check_folder("--cache", default_dir() if self.cache == "default" else self.cache)
             if self.prices:
@@ -353,7 +352,7 @@ class BenchSession:
         wanted = {p.id for p in self.selected}
         traces = [t for t in self.log.read() if t.strategy in self.strategies and t.probe_id in wanted]
         probes = {p.id: p for p in self.selected}
-        from bench.faithfulness import faithfulness_rows
+        from flarebench.bench.faithfulness import faithfulness_rows
 
         new = [t for t in traces if (t.strategy, t.probe_id) not in self._faithfulness]
         if new:
@@ -384,7 +383,7 @@ class BenchSession:
 
     def write_report(self) -> Path:
         """Write report.html for what has run so far; returns its path."""
-        from bench.html import write_report
+        from flarebench.bench.html import write_report
 
         info = json.loads((self.run_dir / RUN_JSON).read_text(encoding="utf-8"))
         traces, summary = self._scored()
@@ -440,4 +439,4 @@ def _probe_problem(source: str, error: ProbeError) -> str:
     lines = str(error).splitlines() or [""]
     if len(lines) == 1:
         return lines[0]
-    return f"{lines[0]} (and {len(lines) - 1} more; `python -m probes validate {source}` lists them)"
+    return f"{lines[0]} (and {len(lines) - 1} more; `python -m flarebench.probes validate {source}` lists them)"

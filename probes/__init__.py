@@ -3,7 +3,7 @@
 A probe folder holds ``corpus.jsonl`` ({id, title, text}), ``probes.jsonl`` ({id, question,
 answers, answer_type, gold_doc_ids, metadata}) and, for shipped sets, ``README.md`` (source,
 ``Licence: ...`` line, how it was made).  The official JSON files of HotpotQA, 2WikiMultihopQA,
-ASQA and StrategyQA load as probe sets too (``probes.formats``).  ``python -m probes
+ASQA and StrategyQA load as probe sets too (``flarebench.probes.formats``).  ``python -m flarebench.probes
 list|validate PATH`` is the CLI.
 """
 

@@ -1,4 +1,4 @@
-"""Command line: ``python -m probes list`` and ``python -m probes validate PATH``.
+"""Command line: ``python -m flarebench.probes list`` and ``python -m flarebench.probes validate PATH``.
 
 Exit status: 0 when all is well, 2 for invalid data or bad usage (argparse's convention).
 """
@@ -53,7 +53,7 @@ def _validate(path: str, require_readme: bool, fmt: str = "auto") -> int:
 
 def main(argv: list[str] | None = None) -> int:
     """Run the CLI; returns the exit status."""
-    ap = argparse.ArgumentParser(prog="python -m probes", description="List and validate probe sets.")
+    ap = argparse.ArgumentParser(prog="python -m flarebench.probes", description="List and validate probe sets.")
     sub = ap.add_subparsers(dest="command", required=True)
     sub.add_parser("list", help="one line per shipped probe set: name, probe count, licence")
     v = sub.add_parser("validate", help="check a probe folder, a shipped name or an official dataset file")

@@ -28,8 +28,8 @@ import sys
 from dataclasses import dataclass
 from pathlib import Path
 
-from probes.measure_sets import measure_folder, mentions, readme_section
-from probes.wikipedia import (
+from flarebench.probes.measure_sets import measure_folder, mentions, readme_section
+from flarebench.probes.wikipedia import (
     POOL_LICENCE,
     POOL_PACKAGE,
     POOL_SIZE,

@@ -17,7 +17,7 @@ has phantom-wiki installed (default: the one running this script).  ``--world NA
 the shipped worlds in ``WORLDS`` (default ``phantomwiki``; ``--all`` builds every one); ``--out
 DIR`` writes elsewhere (default: ``probes/<world>`` next to this file).  Two runs give identical
 files.  The worlds other than the default also get a measured retrieval difficulty in their
-README (``probes.measure_sets``), which needs flarebench installed (bm25s); the default set's
+README (``flarebench.probes.measure_sets``), which needs flarebench installed (bm25s); the default set's
 README is kept byte for byte as first shipped, so it has none.
 
     python probes/build_phantomwiki.py --pw-python /tmp/pwvenv/bin/python --all
@@ -479,7 +479,7 @@ def build(spec: WorldSpec, pw_python: str, out: Path, keep_raw: Path | None = No
     extra = ""
     if spec.measure:
         # Imported here: it needs bm25s, and the default world builds with the standard library only.
-        from probes.measure_sets import measure_folder, readme_section
+        from flarebench.probes.measure_sets import measure_folder, readme_section
 
         extra = readme_section(measure_folder(out), MEASURE_NOTE)
     (out / "README.md").write_text(render_readme(corpus, probes, spec, stats, extra), encoding="utf-8")

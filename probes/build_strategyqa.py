@@ -27,8 +27,8 @@ import sys
 from collections import Counter
 from pathlib import Path
 
-from probes.measure_sets import measure_folder, readme_section
-from probes.wikipedia import (
+from flarebench.probes.measure_sets import measure_folder, readme_section
+from flarebench.probes.wikipedia import (
     POOL_LICENCE,
     POOL_PACKAGE,
     RANDOM_DOCS,

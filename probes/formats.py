@@ -6,7 +6,7 @@ one ``FILE:N: FIELD: message`` line, where N is the record's position (1-based) 
 its line in a JSON-lines file, or the line of a JSON syntax error (field ``(json)``); problems
 about the whole file use N = 0.  The line ends with the record's own id in brackets where it has
 one.  A valid file is then loaded with the ``datasets`` library (offline, its cache under
-flarebench's cache folder) and converted into a :class:`probes.model.ProbeSet`.
+flarebench's cache folder) and converted into a :class:`flarebench.probes.model.ProbeSet`.
 
 How each format becomes a corpus and probes:
 
@@ -604,7 +604,7 @@ _NO_CORPUS = {
 
 def datasets_cache_dir() -> Path:
     """Where ``datasets`` keeps its Arrow copies of loaded files: ``<cache_root>/datasets``."""
-    from strategies.retriever import cache_root
+    from flarebench.strategies.retriever import cache_root
 
     return cache_root() / "datasets"
 

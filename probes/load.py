@@ -1,5 +1,5 @@
 """Find and load probe sets: the shipped ones by name, users' folders by path, and the official
-files of HotpotQA, 2WikiMultihopQA, ASQA and StrategyQA by path (see probes.formats)."""
+files of HotpotQA, 2WikiMultihopQA, ASQA and StrategyQA by path (see flarebench.probes.formats)."""
 
 from __future__ import annotations
 
@@ -58,7 +58,7 @@ def load_probe_set(name_or_path: str, fmt: str = "auto") -> ProbeSet:
     or the path of an official HotpotQA, 2WikiMultihopQA, ASQA or StrategyQA file.
 
     fmt: "auto" (a folder is read as a flarebench probe folder, a file's format is detected by
-    its shape), "flarebench", or one of probes.formats.FILE_FORMATS to force a file's format.
+    its shape), "flarebench", or one of flarebench.probes.formats.FILE_FORMATS to force a file's format.
     Raises ProbeError when it is not found or not valid.  README.md is optional here.
     """
     check_format(fmt)

@@ -1,6 +1,6 @@
 """How hard is retrieval on each probe set?  bm25s with the question as the query, top 5.
 
-``python -m probes.measure_sets`` prints one row per shipped probe set:
+``python -m flarebench.probes.measure_sets`` prints one row per shipped probe set:
 
 - ``answer@5``: share of probes where any gold answer string occurs in the title or text of the
   top-5 documents (case-insensitive, whole words: the same test the open-domain builders use to
@@ -10,7 +10,7 @@
   gold documents (``n/a`` when none has).
 
 A low answer@5 means one retrieval with the question rarely finds the answer: the set needs
-multi-hop (or active) retrieval.  The retriever is the project's default, ``strategies.bm25``.
+multi-hop (or active) retrieval.  The retriever is the project's default, ``flarebench.strategies.bm25``.
 """
 
 from __future__ import annotations
@@ -74,7 +74,7 @@ class Difficulty:
 
 def measure(ps: ProbeSet, k: int = K) -> Difficulty:
     """Run bm25s over the set's own corpus with each question and score the top k."""
-    from strategies.bm25 import BM25Retriever  # bm25s: only needed when measuring
+    from flarebench.strategies.bm25 import BM25Retriever  # bm25s: only needed when measuring
 
     retriever = BM25Retriever(ps.corpus)
     hits = measured = 0
@@ -127,7 +127,7 @@ def readme_section(d: Difficulty, note: str = "") -> str:
     )
     return f"""## Retrieval difficulty
 
-Measured with `python -m probes.measure_sets`: the project's bm25s retriever (Lucene BM25, k1 0.9,
+Measured with `python -m flarebench.probes.measure_sets`: the project's bm25s retriever (Lucene BM25, k1 0.9,
 b 0.4, Porter stemmer) over this corpus, each question as the query, top {d.k}.
 
 - answer-in-top-{d.k}: {answer}
@@ -156,7 +156,7 @@ def table(rows: list[Difficulty], sizes: dict[str, int]) -> str:
 
 def main(argv: list[str] | None = None) -> int:
     """Print the difficulty table for the named (default: all shipped) probe sets."""
-    ap = argparse.ArgumentParser(prog="python -m probes.measure_sets", description=__doc__.split("\n\n")[0])
+    ap = argparse.ArgumentParser(prog="python -m flarebench.probes.measure_sets", description=__doc__.split("\n\n")[0])
     ap.add_argument("sets", nargs="*", help="shipped names or folders (default: every shipped set)")
     args = ap.parse_args(argv)
     rows, sizes = [], {}

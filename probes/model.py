@@ -51,7 +51,7 @@ class ProbeSet:
 
     corpus_hash and probes_hash are sha256 hex digests of the raw bytes of corpus.jsonl and
     probes.jsonl, so a report can tell exactly which data it ran on.  A set loaded from one
-    official file (``format`` hotpotqa, 2wiki, asqa or strategyqa; see probes.formats) has both
+    official file (``format`` hotpotqa, 2wiki, asqa or strategyqa; see flarebench.probes.formats) has both
     hashes equal to the sha256 of that file's bytes, path the file and readme None.
     """
 

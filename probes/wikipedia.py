@@ -123,7 +123,7 @@ class MentionIndex:
 
 def bm25(docs: list[Document]):
     """The project's bm25s retriever over docs (imported here: it needs bm25s)."""
-    from strategies.bm25 import BM25Retriever
+    from flarebench.strategies.bm25 import BM25Retriever
 
     return BM25Retriever(docs)
 
@@ -176,7 +176,7 @@ def corpus_readme(full: bool, pool_sha: str, n_docs: int, top_n: int, n_random: 
         return textwrap.fill(f"The corpus is the whole pool: {source}.", **_WRAP)
     return textwrap.fill(
         f"The corpus is a subset of {source}: {n_docs} documents, the union of the bm25s top {top_n} "
-        f"over the whole pool for each shipped question (the project's `strategies.bm25.BM25Retriever`, "
+        f"over the whole pool for each shipped question (the project's `flarebench.strategies.bm25.BM25Retriever`, "
         f'question as the query){extra}, plus {n_random} other pool documents in sha256("{seed}:" + id) '
         f"order as distractors.  Ids are the article titles with `_` for spaces; texts are the lead "
         f"sections as the package stores them.",

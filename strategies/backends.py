@@ -6,8 +6,8 @@ import importlib.util
 import os
 from pathlib import Path
 
-from strategies.lm import LM, LMError
-from strategies.retriever import CorpusDoc, Retriever, cache_root
+from flarebench.strategies.lm import LM, LMError
+from flarebench.strategies.retriever import CorpusDoc, Retriever, cache_root
 
 LM_SPECS = "llamacpp:smollm2, llamacpp:gemma3-270m, llamacpp:PATH.gguf, openai:MODEL"
 RETRIEVER_SPECS = "bm25s, pyserini"
@@ -45,11 +45,11 @@ def lm_class(spec: str) -> type[LM]:
     """The LM class a spec makes, known before anything is loaded (e.g. to check ``thread_safe``)."""
     kind, _, arg = spec.partition(":")
     if kind == "openai" and arg:
-        from strategies.openai_lm import OpenAILM
+        from flarebench.strategies.openai_lm import OpenAILM
 
         return OpenAILM
     if kind == "llamacpp" and (arg in MODELS or arg.endswith(".gguf")):
-        from strategies.llamacpp import LlamaCppLM
+        from flarebench.strategies.llamacpp import LlamaCppLM
 
         return LlamaCppLM
     raise LMError(f"unknown LM spec {spec!r}; known: {LM_SPECS}")
@@ -65,7 +65,7 @@ def make_lm(
     """``llamacpp:NAME`` (a bundled model), ``llamacpp:PATH.gguf``, or ``openai:MODEL`` on an
     OpenAI-compatible endpoint: ``base_url`` (else ``$OPENAI_BASE_URL``), the key in the environment
     variable named ``api_key_env`` (else ``$OPENAI_API_KEY``), per-request ``timeout`` seconds and
-    ``max_retries`` (else the defaults of strategies.openai_lm)."""
+    ``max_retries`` (else the defaults of flarebench.strategies.openai_lm)."""
     cls = lm_class(spec)
     kind, _, arg = spec.partition(":")
     endpoint = {
@@ -75,7 +75,7 @@ def make_lm(
         "--lm-retries": max_retries,
     }
     if kind == "openai":
-        from strategies.openai_lm import DEFAULT_MAX_RETRIES, DEFAULT_TIMEOUT
+        from flarebench.strategies.openai_lm import DEFAULT_MAX_RETRIES, DEFAULT_TIMEOUT
 
         key = None
         if api_key_env:
@@ -103,12 +103,12 @@ def make_lm(
 def make_retriever(spec: str, corpus: list[CorpusDoc]) -> Retriever:
     """``bm25s`` (embedded) or ``pyserini`` (Lucene through Anserini, extra ``lucene``) over the probe set's corpus."""
     if spec == "bm25s":
-        from strategies.bm25 import BM25Retriever
+        from flarebench.strategies.bm25 import BM25Retriever
 
         return BM25Retriever(corpus)
     if spec == "pyserini":
         # Imports nothing of the extra until constructed; a missing extra raises one line naming the install.
-        from strategies.lucene import LuceneRetriever
+        from flarebench.strategies.lucene import LuceneRetriever
 
         return LuceneRetriever(corpus)
     raise ValueError(f"unknown retriever spec {spec!r}; known: {RETRIEVER_SPECS}")

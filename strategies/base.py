@@ -8,11 +8,11 @@ import json
 from abc import ABC, abstractmethod
 from typing import Any, ClassVar
 
-from strategies.lm import LM
-from strategies.prompts import OPEN_BOOK, STOP, extract_answer
-from strategies.records import FIRST_HOP, Passage, Retrieval, Step, Trace
-from strategies.retriever import Retriever
-from strategies.steps import LOOKAHEAD_TOKENS
+from flarebench.strategies.lm import LM
+from flarebench.strategies.prompts import OPEN_BOOK, STOP, extract_answer
+from flarebench.strategies.records import FIRST_HOP, Passage, Retrieval, Step, Trace
+from flarebench.strategies.retriever import Retriever
+from flarebench.strategies.steps import LOOKAHEAD_TOKENS
 
 
 @dataclasses.dataclass

@@ -9,9 +9,8 @@ import tempfile
 
 import bm25s
 import Stemmer
-
-from strategies.records import Passage
-from strategies.retriever import CorpusDoc, Retriever, as_passages, cache_root
+from flarebench.strategies.records import Passage
+from flarebench.strategies.retriever import CorpusDoc, Retriever, as_passages, cache_root
 
 # Lucene's BM25 as Anserini configures it for passage search; with the Porter stemmer bm25s's top-5
 # agrees with Lucene's on ~98% of queries (docs/design.md, Engines).

@@ -11,14 +11,14 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Literal
 
-from strategies.base import Strategy, finish, retrieve
-from strategies.lm import LM, Prompt
-from strategies.prompts import OPEN_BOOK, STOP
-from strategies.records import FIRST_HOP, FIXED_INTERVAL, LMCall, Step, Trace
-from strategies.registry import register
-from strategies.retriever import Retriever
-from strategies.sentences import split_sentences
-from strategies.steps import LOOKAHEAD_TOKENS, answer_finished, next_sentence
+from flarebench.strategies.base import Strategy, finish, retrieve
+from flarebench.strategies.lm import LM, Prompt
+from flarebench.strategies.prompts import OPEN_BOOK, STOP
+from flarebench.strategies.records import FIRST_HOP, FIXED_INTERVAL, LMCall, Step, Trace
+from flarebench.strategies.registry import register
+from flarebench.strategies.retriever import Retriever
+from flarebench.strategies.sentences import split_sentences
+from flarebench.strategies.steps import LOOKAHEAD_TOKENS, answer_finished, next_sentence
 
 
 @register("fixed_interval")

@@ -13,13 +13,13 @@ import re
 from dataclasses import dataclass
 from typing import Literal
 
-from strategies.base import Strategy, finish, first_hop, retrieve
-from strategies.lm import LM, Prompt
-from strategies.prompts import OPEN_BOOK
-from strategies.records import LOW_CONFIDENCE, LMCall, Passage, Retrieval, Step, Trace
-from strategies.registry import register
-from strategies.retriever import Retriever
-from strategies.steps import Sentence, answer_finished, next_sentence
+from flarebench.strategies.base import Strategy, finish, first_hop, retrieve
+from flarebench.strategies.lm import LM, Prompt
+from flarebench.strategies.prompts import OPEN_BOOK
+from flarebench.strategies.records import LOW_CONFIDENCE, LMCall, Passage, Retrieval, Step, Trace
+from flarebench.strategies.registry import register
+from flarebench.strategies.retriever import Retriever
+from flarebench.strategies.steps import Sentence, answer_finished, next_sentence
 
 ABSTENTION = " I am not confident enough to answer this question."
 

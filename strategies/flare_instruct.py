@@ -10,13 +10,13 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from strategies.base import Strategy, finish, first_hop, retrieve
-from strategies.lm import LM
-from strategies.prompts import EXEMPLARS, STOP, Exemplar, PromptTemplate
-from strategies.records import SEARCH_CALL, Step, Trace
-from strategies.registry import register
-from strategies.retriever import Retriever
-from strategies.steps import answer_finished
+from flarebench.strategies.base import Strategy, finish, first_hop, retrieve
+from flarebench.strategies.lm import LM
+from flarebench.strategies.prompts import EXEMPLARS, STOP, Exemplar, PromptTemplate
+from flarebench.strategies.records import SEARCH_CALL, Step, Trace
+from flarebench.strategies.registry import register
+from flarebench.strategies.retriever import Retriever
+from flarebench.strategies.steps import answer_finished
 
 SEARCH_OPEN = "[Search("
 SEARCH_CLOSE = (")]",)  # the stop that ends a search call

@@ -5,13 +5,13 @@ from __future__ import annotations
 import dataclasses
 from dataclasses import dataclass
 
-from strategies.base import Strategy, finish, retrieve
-from strategies.lm import LM
-from strategies.prompts import OPEN_BOOK, STOP
-from strategies.records import FIRST_HOP, IRCOT_STEP, Passage, Retrieval, Step, Trace
-from strategies.registry import register
-from strategies.retriever import Retriever
-from strategies.steps import LOOKAHEAD_TOKENS, answer_finished, next_sentence
+from flarebench.strategies.base import Strategy, finish, retrieve
+from flarebench.strategies.lm import LM
+from flarebench.strategies.prompts import OPEN_BOOK, STOP
+from flarebench.strategies.records import FIRST_HOP, IRCOT_STEP, Passage, Retrieval, Step, Trace
+from flarebench.strategies.registry import register
+from flarebench.strategies.retriever import Retriever
+from flarebench.strategies.steps import LOOKAHEAD_TOKENS, answer_finished, next_sentence
 
 
 @register("ircot")

@@ -20,10 +20,9 @@ from pathlib import Path
 
 import llama_cpp
 import numpy as np
-
-from strategies.lm import LM, GenerationRequest, LMError, token_texts
-from strategies.records import LMCall
-from strategies.sentences import split_sentences
+from flarebench.strategies.lm import LM, GenerationRequest, LMError, token_texts
+from flarebench.strategies.records import LMCall
+from flarebench.strategies.sentences import split_sentences
 
 # Fixed so that logits (and so answers) do not depend on the machine's core count or on how a
 # prompt happens to be split into batches.

@@ -7,7 +7,7 @@ import time
 from abc import ABC, abstractmethod
 from dataclasses import dataclass, field
 
-from strategies.records import LMCall
+from flarebench.strategies.records import LMCall
 
 
 @dataclass(frozen=True)

@@ -23,8 +23,8 @@ import threading
 from importlib.metadata import version
 from pathlib import Path
 
-from strategies.records import Passage
-from strategies.retriever import CorpusDoc, Retriever, as_passages, cache_root
+from flarebench.strategies.records import Passage
+from flarebench.strategies.retriever import CorpusDoc, Retriever, as_passages, cache_root
 
 INSTALL_HINT = "pip install -e '.[lucene]' && pip install --no-deps pyserini==1.6.0"
 # -Xrs: the JVM leaves SIGINT/SIGTERM to Python, so Ctrl-C still stops a run cleanly.

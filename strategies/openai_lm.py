@@ -44,9 +44,8 @@ from dataclasses import asdict, dataclass
 
 import httpx
 import openai
-
-from strategies.lm import LM, GenerationRequest, LMError, LMUnavailable, token_texts
-from strategies.records import LMCall
+from flarebench.strategies.lm import LM, GenerationRequest, LMError, LMUnavailable, token_texts
+from flarebench.strategies.records import LMCall
 
 DEFAULT_TIMEOUT = 300.0  # seconds per request (a busy server queues requests: allow for the wait)
 DEFAULT_MAX_RETRIES = 4  # the client backs off 0.5, 1, 2, 4 s (with jitter) between tries

@@ -11,9 +11,9 @@ import functools
 import re
 from dataclasses import dataclass
 
-from strategies.lm import Prompt
-from strategies.records import Passage
-from strategies.sentences import first_sentence
+from flarebench.strategies.lm import Prompt
+from flarebench.strategies.records import Passage
+from flarebench.strategies.sentences import first_sentence
 
 
 @dataclass(frozen=True)

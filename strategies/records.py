@@ -1,7 +1,7 @@
 """Typed records that flow out of a strategy: a Trace of Steps, LM calls and retrievals.
 
 Everything the metrics and reports need is in these records, so they can be recomputed from
-``traces.jsonl`` alone (``python -m bench score RUN_DIR``).
+``traces.jsonl`` alone (``python -m flarebench score RUN_DIR``).
 """
 
 from __future__ import annotations

@@ -12,7 +12,7 @@ import typing
 from collections.abc import Callable
 from typing import Any, Literal
 
-from strategies.base import Strategy
+from flarebench.strategies.base import Strategy
 
 _REGISTRY: dict[str, type[Strategy]] = {}
 
@@ -128,4 +128,4 @@ BUILTIN = ("no_retrieval", "single_time", "fixed_interval", "ircot", "flare_dire
 def _load_builtin() -> None:
     # Importing the modules runs their @register decorators, in BUILTIN's order.
     for module in BUILTIN:
-        importlib.import_module(f"strategies.{module}")
+        importlib.import_module(f"{__package__}.{module}")

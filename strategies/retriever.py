@@ -10,11 +10,11 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Protocol
 
-from strategies.records import Passage
+from flarebench.strategies.records import Passage
 
 
 class CorpusDoc(Protocol):
-    """Anything with an id, a title and a text (``probes.model.Document`` is one)."""
+    """Anything with an id, a title and a text (``flarebench.probes.model.Document`` is one)."""
 
     id: str
     title: str

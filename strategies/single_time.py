@@ -4,12 +4,12 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from strategies.base import Strategy, finish, retrieve
-from strategies.lm import LM
-from strategies.prompts import OPEN_BOOK, STOP
-from strategies.records import FIRST_HOP, Step, Trace
-from strategies.registry import register
-from strategies.retriever import Retriever
+from flarebench.strategies.base import Strategy, finish, retrieve
+from flarebench.strategies.lm import LM
+from flarebench.strategies.prompts import OPEN_BOOK, STOP
+from flarebench.strategies.records import FIRST_HOP, Step, Trace
+from flarebench.strategies.registry import register
+from flarebench.strategies.retriever import Retriever
 
 
 @register("single_time")

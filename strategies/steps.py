@@ -6,10 +6,10 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 
-from strategies.lm import LM, Prompt
-from strategies.prompts import STOP, states_answer
-from strategies.records import LMCall
-from strategies.sentences import first_sentence
+from flarebench.strategies.lm import LM, Prompt
+from flarebench.strategies.prompts import STOP, states_answer
+from flarebench.strategies.records import LMCall
+from flarebench.strategies.sentences import first_sentence
 
 #: Tokens drafted for one sentence (FLARE's look-ahead length). Backends stop once a second
 #: sentence begins, so this only caps how long one sentence can get.

@@ -22,21 +22,21 @@ def _isolated_cache(tmp_path_factory):
 
 @pytest.fixture(scope="session")
 def phantom():
-    from probes.load import load_probe_set
+    from flarebench.probes.load import load_probe_set
 
     return load_probe_set("phantomwiki")
 
 
 @pytest.fixture(scope="session")
 def retriever(phantom, _isolated_cache):
-    from strategies.bm25 import BM25Retriever
+    from flarebench.strategies.bm25 import BM25Retriever
 
     return BM25Retriever(phantom.corpus)
 
 
 @pytest.fixture(scope="session")
 def lm():
-    from strategies.backends import make_lm
+    from flarebench.strategies.backends import make_lm
 
     model = make_lm("llamacpp:smollm2")
     yield model
@@ -47,11 +47,12 @@ def lm():
 def scripted_lm(monkeypatch):
     """Sessions made in this test answer with :class:`tests.scripted.ProbeAwareLM` instead of
     loading the model (for tests of the harness's control flow, never of what it measures)."""
-    import bench.session
+    import flarebench.bench.session
+
     from tests.scripted import ProbeAwareLM
 
     lm = ProbeAwareLM()
-    monkeypatch.setattr(bench.session, "make_lm", lambda *args, **kwargs: lm)
+    monkeypatch.setattr(flarebench.bench.session, "make_lm", lambda *args, **kwargs: lm)
     return lm
 
 
@@ -59,7 +60,7 @@ def scripted_lm(monkeypatch):
 def isolated_registry(monkeypatch):
     """Strategies a test registers are gone when it ends: `--strategy all` in later tests never
     meets a test's toy strategy."""
-    from strategies import registry
+    from flarebench.strategies import registry
 
     registry.names()  # the built-ins are registered first, and stay
     monkeypatch.setattr(registry, "_REGISTRY", dict(registry._REGISTRY))

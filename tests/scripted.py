@@ -10,9 +10,9 @@ import contextlib
 import io
 import math
 
-from strategies.lm import LM, GenerationRequest
-from strategies.records import LMCall, Passage
-from strategies.retriever import Retriever
+from flarebench.strategies.lm import LM, GenerationRequest
+from flarebench.strategies.records import LMCall, Passage
+from flarebench.strategies.retriever import Retriever
 
 
 class ScriptedLM(LM):
@@ -74,7 +74,7 @@ class ProbeAwareLM(ScriptedLM):
 
     def __init__(self):
         super().__init__([""])
-        from probes.load import load_probe_set
+        from flarebench.probes.load import load_probe_set
 
         self.probes = load_probe_set("phantomwiki").probes
 
@@ -96,7 +96,7 @@ class ProbeAwareLM(ScriptedLM):
 
 def run_cli(*args: str) -> tuple[int, str, str]:
     """``flarebench ARGS`` in this process: (exit status, stdout, stderr)."""
-    from bench import cli
+    from flarebench.bench import cli
 
     out, err = io.StringIO(), io.StringIO()
     with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):

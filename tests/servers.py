@@ -27,7 +27,7 @@ def llama_server(log: Path, *extra: str, ready_within: float = 180.0) -> Iterato
     """Start the server (its output in ``log``), wait until it answers /v1/models, yield its base
     URL, and stop it on exit. A server that dies or never answers fails the test with its log."""
     pytest.importorskip("llama_cpp.server")
-    from strategies.backends import smollm2_path
+    from flarebench.strategies.backends import smollm2_path
 
     port = free_port()
     cmd = [sys.executable, "-m", "llama_cpp.server", "--model", str(smollm2_path()), "--n_ctx", "8192",

@@ -1,7 +1,7 @@
 """The bm25s retriever: ranking, edge cases, and the on-disk index cache."""
 
-from strategies.bm25 import BM25Retriever
-from strategies.records import Passage
+from flarebench.strategies.bm25 import BM25Retriever
+from flarebench.strategies.records import Passage
 
 DOCS = [
     Passage("a", "Alice Smith", "The mother of Alice Smith is Jane Smith."),

@@ -2,8 +2,7 @@
 
 import pandas as pd
 import pytest
-
-from bench.breakdown import BreakdownError, breakdown, metadata_fields
+from flarebench.bench.breakdown import BreakdownError, breakdown, metadata_fields
 
 
 def rows():

@@ -5,17 +5,17 @@ from __future__ import annotations
 
 import json
 
+import flarebench.bench.cache
+import flarebench.bench.config
+import flarebench.bench.session
 import pandas as pd
 import pytest
+from flarebench.bench.cache import CachedLM, CachedRetriever, DiskCache
+from flarebench.strategies.base import retrieve
+from flarebench.strategies.bm25 import BM25Retriever
+from flarebench.strategies.lm import Prompt
+from flarebench.strategies.records import Passage
 
-import bench.cache
-import bench.config
-import bench.session
-from bench.cache import CachedLM, CachedRetriever, DiskCache
-from strategies.base import retrieve
-from strategies.bm25 import BM25Retriever
-from strategies.lm import Prompt
-from strategies.records import Passage
 from tests.scripted import ScriptedLM, run_cli
 
 PROMPT = Prompt("Static part. ", "Question: who? Answer:")
@@ -78,7 +78,7 @@ def test_the_cache_persists_and_is_per_model(tmp_path):
 def test_the_cache_is_per_flarebench_version(tmp_path, monkeypatch):
     # A code change that alters answers comes with a new version: old entries are not served.
     CachedLM(Described(["x"]), DiskCache(tmp_path)).generate(PROMPT, 8)
-    monkeypatch.setattr(bench.cache, "version", lambda: "9.9.9")
+    monkeypatch.setattr(flarebench.bench.cache, "version", lambda: "9.9.9")
     newer = Described(["y"])
     assert CachedLM(newer, DiskCache(tmp_path)).generate(PROMPT, 8).text == "y" and len(newer.requests) == 1
 
@@ -126,12 +126,14 @@ def test_a_run_of_another_version_or_template_is_not_resumed(tmp_path, monkeypat
     run = str(tmp_path / "run")
     assert run_cli("run", "--strategy", "single_time", "--limit", "1", "--report-dir", run)[0] == 0
     info = json.loads((tmp_path / "run" / "run.json").read_text())
-    assert info["config"]["flarebench"] == bench.version() and set(info["config"]["requests_sha256"]) == {"single_time"}
-    monkeypatch.setattr(bench.config, "version", lambda: "9.9.9")
+    assert info["config"]["flarebench"] == flarebench.bench.version() and set(info["config"]["requests_sha256"]) == {
+        "single_time"
+    }
+    monkeypatch.setattr(flarebench.bench.config, "version", lambda: "9.9.9")
     code, _, err = run_cli("run", "--strategy", "single_time", "--limit", "1", "--report-dir", run)
-    assert code == 2 and f"flarebench (was '{bench.version()}', now '9.9.9')" in err
-    monkeypatch.setattr(bench.config, "version", bench.version)
+    assert code == 2 and f"flarebench (was '{flarebench.bench.version()}', now '9.9.9')" in err
+    monkeypatch.setattr(flarebench.bench.config, "version", flarebench.bench.version)
     # A changed stop sequence (or template) changes the request fingerprint: refused as well.
-    monkeypatch.setattr("strategies.base.STOP", ("\n\n",))
+    monkeypatch.setattr("flarebench.strategies.base.STOP", ("\n\n",))
     code, _, err = run_cli("run", "--strategy", "single_time", "--limit", "1", "--report-dir", run)
     assert code == 2 and "requests_sha256.single_time" in err

@@ -1,13 +1,12 @@
-"""bench.confidence: AUROC by hand, the gate records of a trace, the gate columns."""
+"""flarebench.bench.confidence: AUROC by hand, the gate records of a trace, the gate columns."""
 
 from __future__ import annotations
 
 import math
 
 import pytest
-
-from bench.confidence import auroc, gate_record, gate_summary
-from strategies.records import LMCall, Step, Trace
+from flarebench.bench.confidence import auroc, gate_record, gate_summary
+from flarebench.strategies.records import LMCall, Step, Trace
 
 
 def test_auroc_hand_made_cases():

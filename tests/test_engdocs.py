@@ -7,9 +7,8 @@ import statistics
 from collections import Counter
 
 import pytest
-
-from probes import SHIPPED_DIR, load_probe_set, validate
-from probes import build_engdocs as build
+from flarebench.probes import SHIPPED_DIR, load_probe_set, validate
+from flarebench.probes import build_engdocs as build
 
 
 @pytest.fixture(scope="module")
@@ -101,7 +100,7 @@ def test_check_finds_broken_chains():
 
 
 def test_first_hop_retrieval_figures_in_the_readme(engdocs):
-    from strategies.bm25 import BM25Retriever
+    from flarebench.strategies.bm25 import BM25Retriever
 
     retriever = BM25Retriever(engdocs.corpus)
     found: dict[int, list] = {}

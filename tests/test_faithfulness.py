@@ -11,8 +11,7 @@ import time
 from pathlib import Path
 
 import pytest
-
-from bench.faithfulness import (
+from flarebench.bench.faithfulness import (
     LEXICAL_METHOD,
     LEXICAL_THRESHOLD,
     NO_CLAIMS,
@@ -26,7 +25,8 @@ from bench.faithfulness import (
     parse_judge,
     summarize_faithfulness,
 )
-from strategies.records import FIRST_HOP, LOW_CONFIDENCE, Retrieval, Step, Trace
+from flarebench.strategies.records import FIRST_HOP, LOW_CONFIDENCE, Retrieval, Step, Trace
+
 from tests import servers
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -400,7 +400,7 @@ def test_ragas_path_accounting_with_a_scripted_endpoint(mode, monkeypatch):
 
 
 def _needs_ragas() -> None:
-    # Not importorskip: ragas 0.4.3 imports only after bench.faithfulness's shim (see _import_ragas).
+    # Not importorskip: ragas 0.4.3 imports only after flarebench.bench.faithfulness's shim (see _import_ragas).
     if importlib.util.find_spec("ragas") is None:
         pytest.skip("ragas is not installed (pip install -e '.[judge]')")
 

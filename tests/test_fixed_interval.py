@@ -4,14 +4,14 @@
 import re
 
 import pytest
+from flarebench.strategies import parse_spec
+from flarebench.strategies.fixed_interval import FixedInterval
+from flarebench.strategies.lm import GenerationRequest
+from flarebench.strategies.prompts import STOP
+from flarebench.strategies.records import FIRST_HOP, FIXED_INTERVAL, LMCall, Trace
+from flarebench.strategies.registry import SpecError
+from flarebench.strategies.steps import LOOKAHEAD_TOKENS
 
-from strategies import parse_spec
-from strategies.fixed_interval import FixedInterval
-from strategies.lm import GenerationRequest
-from strategies.prompts import STOP
-from strategies.records import FIRST_HOP, FIXED_INTERVAL, LMCall, Trace
-from strategies.registry import SpecError
-from strategies.steps import LOOKAHEAD_TOKENS
 from tests.scripted import ScriptedLM, ScriptedRetriever
 
 QUESTION = "Who is the mother of the friend of Ivo Lanark?"

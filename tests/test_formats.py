@@ -1,4 +1,4 @@
-"""Loading the official files of HotpotQA, 2WikiMultihopQA, ASQA and StrategyQA (probes.formats)."""
+"""Loading the official files of HotpotQA, 2WikiMultihopQA, ASQA and StrategyQA (flarebench.probes.formats)."""
 
 from __future__ import annotations
 
@@ -12,9 +12,8 @@ import textwrap
 from pathlib import Path
 
 import pytest
-
-from probes import PROBE_FORMATS, ProbeError, load_probe_set
-from probes.formats import MAX_PROBLEMS, check_file
+from flarebench.probes import PROBE_FORMATS, ProbeError, load_probe_set
+from flarebench.probes.formats import MAX_PROBLEMS, check_file
 
 REPO = Path(__file__).resolve().parents[1]
 PROBLEM_LINE = re.compile(r"^.+:\d+: \S+: .+$")
@@ -425,7 +424,7 @@ def test_load_probe_set_raises_probe_error_with_the_lines(tmp_path):
 
 def run_cli(*args: str, env: dict | None = None) -> subprocess.CompletedProcess:
     return subprocess.run(
-        [sys.executable, "-m", "probes", *args],
+        [sys.executable, "-m", "flarebench.probes", *args],
         cwd=REPO,
         capture_output=True,
         text=True,
@@ -465,7 +464,7 @@ OFFLINE_SCRIPT = textwrap.dedent(
 
     socket.socket.connect = refuse
     socket.create_connection = refuse
-    from probes.load import load_probe_set
+    from flarebench.probes.load import load_probe_set
 
     ps = load_probe_set(sys.argv[1])
     print(ps.format, len(ps.probes), len(ps.corpus))
@@ -498,7 +497,7 @@ def test_datasets_loads_offline_into_the_flarebench_cache(tmp_path, files):
 
 
 def test_probes_format_is_a_run_option():
-    from bench.options import RUN_OPTIONS
+    from flarebench.bench.options import RUN_OPTIONS
 
     opt = {o.flag: o for o in RUN_OPTIONS}["--probes-format"]
     assert opt.default == "auto" and opt.dest == "probes_format"
@@ -521,7 +520,7 @@ class _StubRetriever:
 
 
 def test_session_records_the_format(tmp_path, files, monkeypatch):
-    import bench.session as session_mod
+    import flarebench.bench.session as session_mod
 
     monkeypatch.setattr(session_mod, "make_lm", lambda *args, **kwargs: _StubLM())
     monkeypatch.setattr(session_mod, "make_retriever", lambda spec, corpus: _StubRetriever(corpus))
@@ -542,7 +541,7 @@ def test_session_records_the_format(tmp_path, files, monkeypatch):
 
 
 def test_session_refuses_a_bad_file_before_the_lm(tmp_path, monkeypatch):
-    import bench.session as session_mod
+    import flarebench.bench.session as session_mod
 
     def no_lm(spec):
         raise AssertionError("the LM must not be loaded")
@@ -556,7 +555,7 @@ def test_session_refuses_a_bad_file_before_the_lm(tmp_path, monkeypatch):
     assert not (tmp_path / "r").exists()
 
 
-@pytest.mark.parametrize("runner", [["-m", "pytest", "bench", "-p", "no:cacheprovider"], ["-m", "bench", "run"]])
+@pytest.mark.parametrize("runner", [["-m", "pytest", "bench", "-p", "no:cacheprovider"], ["-m", "flarebench", "run"]])
 def test_bench_stops_on_a_bad_file_before_the_lm(tmp_path, runner):
     bad = write(tmp_path, "hp.json", [{**HOTPOT[0], "answer": 7}])
     args = [*runner, "--strategy", "no_retrieval", "--probes", str(bad), "--report-dir", str(tmp_path / "run")]

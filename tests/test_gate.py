@@ -10,13 +10,12 @@ import sys
 import time
 from pathlib import Path
 
+import flarebench.bench.session
 import pandas as pd
 import pytest
-
-import bench.session
-from bench import cli
-from bench.config import config_difference
-from bench.gate import (
+from flarebench.bench import cli
+from flarebench.bench.config import config_difference
+from flarebench.bench.gate import (
     DEFAULT_TOLERANCES,
     GateError,
     Gating,
@@ -26,8 +25,9 @@ from bench.gate import (
     validate_tolerances,
     with_ratios,
 )
-from strategies.prompts import CLOSED_BOOK
-from strategies.registry import names
+from flarebench.strategies.prompts import CLOSED_BOOK
+from flarebench.strategies.registry import names
+
 from tests.scripted import ScriptedLM
 
 pytest_plugins = ["pytester"]
@@ -286,7 +286,7 @@ class OracleLM(ScriptedLM):
         self.right: set[str] = set()
         self.delay = 0.1
         self.open_book_delay = 0.0
-        from probes.load import load_probe_set
+        from flarebench.probes.load import load_probe_set
 
         self.probes = load_probe_set("phantomwiki").probes
 
@@ -302,7 +302,7 @@ class OracleLM(ScriptedLM):
 def oracle(monkeypatch):
     lm = OracleLM()
     lm.right = {"pw-0001", "pw-0002"}
-    monkeypatch.setattr(bench.session, "make_lm", lambda *args, **kwargs: lm)
+    monkeypatch.setattr(flarebench.bench.session, "make_lm", lambda *args, **kwargs: lm)
     return lm
 
 
@@ -573,7 +573,7 @@ def test_gate_end_to_end_with_the_model(tmp_path):
         f"lm_calls_per_q: baseline {calls / 2:.6g}, new {calls:.6g}, allowed <= {calls / 2 * 1.1:.6g}" in strict.stdout
     )
     console = sh(
-        *("-m", "bench", "run", "--limit", "2", "--report-dir", str(tmp_path / "d"), "--gate", str(baseline)),
+        *("-m", "flarebench", "run", "--limit", "2", "--report-dir", str(tmp_path / "d"), "--gate", str(baseline)),
         *("--tolerance", "latency_p95_ratio=off"),
     )
     assert console.returncode == 1 and "single_time breaks the gate" in console.stderr

@@ -1,5 +1,6 @@
 """The package's import graph: no module imports, at any depth and from any function, a module that
-imports it back, and every module imports on its own (no import order hides a cycle)."""
+imports it back, every module imports on its own (no import order hides a cycle), and every import
+of flarebench's own code goes through the ``flarebench`` namespace."""
 
 from __future__ import annotations
 
@@ -10,15 +11,19 @@ from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
+#: The repository's top-level folders that install as flarebench.<folder> (pyproject.toml).
 PACKAGES = ("bench", "strategies", "probes")
 
 
 def _modules() -> dict[str, Path]:
-    out = {}
+    out = {
+        "flarebench": ROOT / "flarebench" / "__init__.py",
+        "flarebench.__main__": ROOT / "flarebench" / "__main__.py",
+    }
     for package in PACKAGES:
         for path in sorted((ROOT / package).rglob("*.py")):
             name = ".".join(path.relative_to(ROOT).with_suffix("").parts).removesuffix(".__init__")
-            out[name] = path
+            out[f"flarebench.{name}"] = path
     return out
 
 
@@ -65,6 +70,19 @@ def test_the_import_graph_has_no_cycle():
     assert _cycle(graph) is None, " -> ".join(_cycle(graph))
     # The check itself finds a cycle where there is one.
     assert _cycle({"a": {"b"}, "b": {"c"}, "c": {"a"}}) == ["a", "b", "c", "a"]
+
+
+def test_no_code_imports_a_top_level_bench_strategies_or_probes():
+    # Installed, those names are a team's own packages (or nothing): ours are flarebench.*.
+    files = [*_modules().values(), *sorted((ROOT / "tests").rglob("*.py"))]
+    bare = []
+    for path in files:
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+            names = [a.name for a in node.names] if isinstance(node, ast.Import) else []
+            if isinstance(node, ast.ImportFrom) and not node.level:
+                names = [node.module or ""]
+            bare += [f"{path.relative_to(ROOT)}: {n}" for n in names if n.split(".")[0] in PACKAGES]
+    assert bare == []
 
 
 def test_every_module_imports_on_its_own():

@@ -1,10 +1,9 @@
 """Both skeleton strategies on 3 probes with the real embedded LM and the real BM25 retriever."""
 
 import pytest
-
-from bench.session import BenchSession
-from strategies import parse_spec
-from strategies.records import FIRST_HOP
+from flarebench.bench.session import BenchSession
+from flarebench.strategies import parse_spec
+from flarebench.strategies.records import FIRST_HOP
 
 pytestmark = pytest.mark.model
 
@@ -51,7 +50,7 @@ def test_token_counts_add_up_to_what_the_lm_reported(run):
     strategy = parse_spec("single_time")
     probe = session.selected[0]
     docs = [session.probe_set.docs_by_id[i] for i in traces["single_time"][0].retrievals[0].doc_ids]
-    from strategies.single_time import OPEN_BOOK
+    from flarebench.strategies.single_time import OPEN_BOOK
 
     prompt = OPEN_BOOK.build(probe.question, docs)
     # the whole prompt tokenized as one text, as a server tokenizes it (not its two parts apart)
@@ -84,7 +83,7 @@ def test_summary_files_are_written(run):
     for name in ("summary.csv", "summary.md", "run.json", "traces.jsonl"):
         assert (session.run_dir / name).is_file()
     csv = (session.run_dir / "summary.csv").read_text().splitlines()
-    from bench.metrics import SUMMARY_COLUMNS
+    from flarebench.bench.metrics import SUMMARY_COLUMNS
 
     assert csv[0].split(",") == SUMMARY_COLUMNS and csv[0].startswith("strategy,n,errors,em,f1,")
     assert [line.split(",")[0] for line in csv[1:]] == ["no_retrieval", "single_time"]

@@ -5,13 +5,13 @@ control flow and the real model once."""
 import re
 
 import pytest
+from flarebench.strategies import parse_spec
+from flarebench.strategies.lm import GenerationRequest
+from flarebench.strategies.prompts import STOP
+from flarebench.strategies.records import FIRST_HOP, IRCOT_STEP
+from flarebench.strategies.registry import SpecError
+from flarebench.strategies.steps import LOOKAHEAD_TOKENS
 
-from strategies import parse_spec
-from strategies.lm import GenerationRequest
-from strategies.prompts import STOP
-from strategies.records import FIRST_HOP, IRCOT_STEP
-from strategies.registry import SpecError
-from strategies.steps import LOOKAHEAD_TOKENS
 from tests.scripted import ScriptedLM, ScriptedRetriever
 
 QUESTION = "Who is the mother of the friend of Ivo Lanark?"
@@ -129,6 +129,6 @@ def test_real_model(lm, retriever, phantom):
 def test_defaults_are_the_official_codes():
     # StonyBrookNLP/ircot: max_num_sentences = 10 (not overridden by any base config),
     # global_max_num_paras = 15; k is the harness's common 3.
-    from strategies.ircot import IRCoT
+    from flarebench.strategies.ircot import IRCoT
 
     assert (IRCoT().max_steps, IRCoT().max_paragraphs) == (10, 15)

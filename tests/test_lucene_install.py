@@ -3,10 +3,9 @@
 import importlib.util
 
 import pytest
-
-from strategies import lucene
-from strategies.backends import make_retriever
-from strategies.records import Passage
+from flarebench.strategies import lucene
+from flarebench.strategies.backends import make_retriever
+from flarebench.strategies.records import Passage
 
 
 def test_missing_extra_names_the_install(monkeypatch):

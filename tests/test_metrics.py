@@ -1,4 +1,4 @@
-"""Unit tests of bench.metrics: each metric definition, on hand-built traces (no model, no files)."""
+"""Unit tests of flarebench.bench.metrics: each metric definition, on hand-built traces (no model, no files)."""
 
 from __future__ import annotations
 
@@ -9,8 +9,7 @@ from dataclasses import dataclass, field
 import numpy as np
 import pandas as pd
 import pytest
-
-from bench.metrics import (
+from flarebench.bench.metrics import (
     COLUMN_DOCS,
     SUMMARY_COLUMNS,
     exact_match,
@@ -23,12 +22,12 @@ from bench.metrics import (
     to_yes_no,
     token_f1,
 )
-from strategies.records import FIRST_HOP, LMCall, Retrieval, Step, Trace
+from flarebench.strategies.records import FIRST_HOP, LMCall, Retrieval, Step, Trace
 
 
 @dataclass
 class FakeProbe:
-    """Stand-in with the attributes of probes.model.Probe that metrics reads."""
+    """Stand-in with the attributes of flarebench.probes.model.Probe that metrics reads."""
 
     id: str
     question: str = "q?"
@@ -279,7 +278,7 @@ def test_probe_row_rejects_mismatched_probe():
 
 
 def test_probe_row_with_real_probe_model():
-    model = pytest.importorskip("probes.model")
+    model = pytest.importorskip("flarebench.probes.model")
     probe = model.Probe(
         id="p1",
         question="Who?",
@@ -633,7 +632,7 @@ def test_incomplete_columns_are_shares_of_all_probes_and_sum_to_the_rate():
 
 
 def test_cost_per_q_from_tokens_sent_and_retrievals():
-    from bench.prices import Price
+    from flarebench.bench.prices import Price
 
     price = Price("m", prompt_per_1m=2.0, completion_per_1m=10.0, per_retrieval=0.001)
     p = [FakeProbe("p1", answers=["x"]), FakeProbe("p2", answers=["x"])]

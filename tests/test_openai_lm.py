@@ -24,15 +24,15 @@ import urllib.request
 from pathlib import Path
 
 import pytest
+from flarebench.bench.runner import StrategyRefused, TraceLog, check_compatible, run_strategy
+from flarebench.bench.session import BenchSession, ConfigError
+from flarebench.strategies.backends import make_lm
+from flarebench.strategies.base import Strategy, finish
+from flarebench.strategies.lm import LMError, LMUnavailable, Prompt
+from flarebench.strategies.openai_lm import OpenAILM
+from flarebench.strategies.records import Step
+from flarebench.strategies.registry import parse_spec
 
-from bench.runner import StrategyRefused, TraceLog, check_compatible, run_strategy
-from bench.session import BenchSession, ConfigError
-from strategies.backends import make_lm
-from strategies.base import Strategy, finish
-from strategies.lm import LMError, LMUnavailable, Prompt
-from strategies.openai_lm import OpenAILM
-from strategies.records import Step
-from strategies.registry import parse_spec
 from tests import servers
 from tests.scripted import ScriptedLM
 
@@ -218,7 +218,7 @@ def test_the_probe_finds_what_a_llama_cpp_server_offers(scripted):
 
 
 def test_token_texts_are_rebuilt_where_a_server_split_a_letter():
-    from strategies.openai_lm import _aligned
+    from flarebench.strategies.openai_lm import _aligned
 
     # llama_cpp.server decodes each token alone, ignoring broken bytes: "ë" split over two tokens
     # comes back as two empty strings, and the tokens no longer join to the text.
@@ -520,7 +520,7 @@ class Proxy:
 
 def flarebench(*args: str, env: dict | None = None) -> subprocess.CompletedProcess:
     return subprocess.run(
-        [sys.executable, "-m", "bench", "run", *args],
+        [sys.executable, "-m", "flarebench", "run", *args],
         cwd=ROOT,
         capture_output=True,
         text=True,
@@ -641,7 +641,7 @@ def test_the_probe_of_a_llama_cpp_server(llama_server):
 
 @pytest.mark.model
 def test_a_served_completion_has_sane_tokens_and_logprobs(llama_server, phantom, retriever, lm):
-    from strategies.prompts import OPEN_BOOK, STOP
+    from flarebench.strategies.prompts import OPEN_BOOK, STOP
 
     server = OpenAILM("smollm2", base_url=llama_server)
     probe = phantom.probes[0]

@@ -1,4 +1,4 @@
-"""`pytest bench ...` and `flarebench`/`python -m bench` as a user runs them, in subprocesses."""
+"""`pytest bench ...` and `flarebench`/`python -m flarebench` as a user runs them, in subprocesses."""
 
 import json
 import subprocess
@@ -51,7 +51,7 @@ def test_pytest_bench_runs_resumes_and_refuses(tmp_path):
     assert "different configuration: strategies" in other.stdout + other.stderr
     assert "Traceback" not in other.stdout + other.stderr
 
-    score = sh("-m", "bench", "score", str(run_dir))
+    score = sh("-m", "flarebench", "score", str(run_dir))
     assert score.returncode == 0, score.stderr
     assert "single_time:k=2" in score.stdout
 
@@ -65,8 +65,8 @@ def test_unknown_strategy_is_a_usage_error():
 
 
 def test_options_are_the_same_in_pytest_and_the_console_script():
-    from bench.cli import build_parser
-    from bench.options import RUN_OPTIONS
+    from flarebench.bench.cli import build_parser
+    from flarebench.bench.options import RUN_OPTIONS
 
     helptext = sh("-m", "pytest", "--help").stdout
     commands = build_parser()._subparsers._group_actions[0].choices
@@ -80,7 +80,7 @@ def test_options_are_the_same_in_pytest_and_the_console_script():
 
 
 def test_score_of_a_missing_run_is_one_line(tmp_path):
-    out = sh("-m", "bench", "score", str(tmp_path / "none"))
+    out = sh("-m", "flarebench", "score", str(tmp_path / "none"))
     assert out.returncode == 2
     assert (
         out.stderr.strip() == f"flarebench: {tmp_path / 'none' / 'run.json'}: not found; RUN_DIR must be a run folder"

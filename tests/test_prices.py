@@ -1,10 +1,9 @@
-"""bench.prices: the shipped table, a user's table, lookup rules and refusals."""
+"""flarebench.bench.prices: the shipped table, a user's table, lookup rules and refusals."""
 
 from __future__ import annotations
 
 import pytest
-
-from bench.prices import SHIPPED, Price, PriceError, load_table, price_for
+from flarebench.bench.prices import SHIPPED, Price, PriceError, load_table, price_for
 
 
 def test_shipped_table_prices_local_models_at_zero():

@@ -11,8 +11,7 @@ import sys
 from pathlib import Path
 
 import pytest
-
-from probes import (
+from flarebench.probes import (
     ANSWER_TYPES,
     DEFAULT_PROBE_SET,
     SHIPPED_DIR,
@@ -21,7 +20,7 @@ from probes import (
     shipped_names,
     validate,
 )
-from probes.build_phantomwiki import World, slug, solve
+from flarebench.probes.build_phantomwiki import World, slug, solve
 
 REPO = Path(__file__).resolve().parents[1]
 PROBLEM_LINE = re.compile(r"^.+:\d+: \S+: .+$")
@@ -244,7 +243,12 @@ def test_hashes_are_content_hashes(tmp_path):
 
 def run_cli(*args: str) -> subprocess.CompletedProcess:
     return subprocess.run(
-        [sys.executable, "-m", "probes", *args], check=False, cwd=REPO, capture_output=True, text=True, timeout=60
+        [sys.executable, "-m", "flarebench.probes", *args],
+        check=False,
+        cwd=REPO,
+        capture_output=True,
+        text=True,
+        timeout=60,
     )
 
 

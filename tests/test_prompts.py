@@ -1,10 +1,9 @@
 """Prompt layout, final-answer extraction and sentence splitting."""
 
 import pytest
-
-from strategies.prompts import EXEMPLARS, PromptTemplate, extract_answer
-from strategies.records import Passage
-from strategies.sentences import first_sentence, split_sentences
+from flarebench.strategies.prompts import EXEMPLARS, PromptTemplate, extract_answer
+from flarebench.strategies.records import Passage
+from flarebench.strategies.sentences import first_sentence, split_sentences
 
 
 def test_layout_static_then_docs_then_question_then_answer_so_far():
@@ -55,9 +54,9 @@ def test_split_sentences_cuts_at_boundaries():
 
 
 def test_token_texts_give_a_split_letter_to_the_token_that_completes_it():
-    from strategies.lm import token_texts
-    from strategies.records import LMCall
-    from strategies.steps import cut_tokens
+    from flarebench.strategies.lm import token_texts
+    from flarebench.strategies.records import LMCall
+    from flarebench.strategies.steps import cut_tokens
 
     pieces = [b" Zo", b"\xc3", b"\xab", b" is", b" here.", b" Next"]
     texts = token_texts(pieces)

@@ -3,10 +3,9 @@
 import dataclasses
 
 import pytest
-
-from strategies import expand, get, names, parse_spec, register
-from strategies.base import Strategy
-from strategies.registry import SpecError
+from flarebench.strategies import expand, get, names, parse_spec, register
+from flarebench.strategies.base import Strategy
+from flarebench.strategies.registry import SpecError
 
 
 def test_builtin_strategies_are_registered():

@@ -11,14 +11,14 @@ import re
 import shutil
 from pathlib import Path
 
+import flarebench.bench.session
 import pandas as pd
 import pytest
+from flarebench.bench.html import embed_json
+from flarebench.bench.metrics import COLUMN_DOCS
+from flarebench.bench.plots import pareto_front
+from flarebench.strategies.registry import SpecError, with_param
 
-import bench.session
-from bench.html import embed_json
-from bench.metrics import COLUMN_DOCS
-from bench.plots import pareto_front
-from strategies.registry import SpecError, with_param
 from tests.scripted import ProbeAwareLM, ScriptedLM, run_cli
 
 PAYLOAD = "<script>alert(1)</script>"
@@ -51,7 +51,7 @@ def hostile_run(tmp_path_factory) -> Path:
     root = tmp_path_factory.mktemp("hostile")
     lm = ScriptedLM([([" Ann wrote ", CLOSER, " it.", " So the answer is Ann."], [0.95, 0.1, 0.9, 0.99])])
     with pytest.MonkeyPatch.context() as mp:
-        mp.setattr(bench.session, "make_lm", lambda *args, **kwargs: lm)
+        mp.setattr(flarebench.bench.session, "make_lm", lambda *args, **kwargs: lm)
         code, out, err = run_cli(
             "compare",
             "--probes",
@@ -165,7 +165,7 @@ def test_report_of_a_missing_run_is_one_line(tmp_path):
 @pytest.fixture
 def probe_aware(monkeypatch):
     lm = ProbeAwareLM()
-    monkeypatch.setattr(bench.session, "make_lm", lambda *args, **kwargs: lm)
+    monkeypatch.setattr(flarebench.bench.session, "make_lm", lambda *args, **kwargs: lm)
     return lm
 
 

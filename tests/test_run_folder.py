@@ -11,12 +11,12 @@ import subprocess
 import sys
 from pathlib import Path
 
+import flarebench.bench.session
 import pandas as pd
 import pytest
+from flarebench.bench.runlock import LOCK
+from flarebench.strategies.registry import names
 
-import bench.session
-from bench.runlock import LOCK
-from strategies.registry import names
 from tests.scripted import run_cli
 
 names()
@@ -29,7 +29,7 @@ def no_model(monkeypatch):
     def make_lm(*args, **kwargs):
         raise AssertionError("the model was loaded before the options were checked")
 
-    monkeypatch.setattr(bench.session, "make_lm", make_lm)
+    monkeypatch.setattr(flarebench.bench.session, "make_lm", make_lm)
 
 
 def _run(run_dir: Path, *extra: str, limit: str = "2") -> tuple[int, str, str]:
@@ -74,7 +74,11 @@ def paths(tmp_path):
         ("--save-baseline", "BELOW", "--save-baseline {BELOW}: cannot be created: {FILE} is a file, not a folder"),
         ("--probes", "MISSING", "no probe set named or at '{MISSING}'; shipped probe sets: "),
         ("--probes", "BELOW", "no probe set named or at '{BELOW}'; shipped probe sets: "),
-        ("--probes", "DIR", "{DIR}/corpus.jsonl:0: (file): not found (and 1 more; `python -m probes validate {DIR}`"),
+        (
+            "--probes",
+            "DIR",
+            "{DIR}/corpus.jsonl:0: (file): not found (and 1 more; `python -m flarebench.probes validate {DIR}`",
+        ),
     ],
 )
 def test_a_path_option_that_cannot_serve_is_one_line_before_any_model(

@@ -9,20 +9,20 @@ import subprocess
 import sys
 
 import pytest
-
-from bench.config import first_difference
-from bench.runlock import LOCK, LockHeld, RunLock
-from bench.runner import (
+from flarebench.bench.config import first_difference
+from flarebench.bench.runlock import LOCK, LockHeld, RunLock
+from flarebench.bench.runner import (
     StrategyRefused,
     TraceError,
     TraceLog,
     check_compatible,
     run_strategy,
 )
-from bench.session import BenchSession, ConfigError
-from strategies.base import Strategy, finish
-from strategies.lm import Prompt
-from strategies.records import Step
+from flarebench.bench.session import BenchSession, ConfigError
+from flarebench.strategies.base import Strategy, finish
+from flarebench.strategies.lm import Prompt
+from flarebench.strategies.records import Step
+
 from tests.scripted import ScriptedLM
 
 
@@ -239,11 +239,14 @@ def test_run_lock_refuses_a_live_owner_and_takes_over_a_dead_one(tmp_path):
     [
         (["/work/.venv/bin/flarebench", "compare", "--limit", "20"], "flarebench compare --limit 20"),
         (["/usr/lib/python3/site-packages/pytest/__main__.py", "bench"], "python -m pytest bench"),
-        (["/repo/bench/__main__.py", "run", "--report-dir", "my runs"], "python -m bench run --report-dir 'my runs'"),
+        (
+            ["/repo/flarebench/__main__.py", "run", "--report-dir", "my runs"],
+            "python -m flarebench run --report-dir 'my runs'",
+        ),
         (["/home/me/.local/bin/pytest", "bench", "--strategy", "flare_direct"], "pytest bench --strategy flare_direct"),
     ],
 )
 def test_the_recorded_command_names_the_program_not_the_interpreter(argv, shown):
-    from bench.config import command_line
+    from flarebench.bench.config import command_line
 
     assert command_line(argv) == shown

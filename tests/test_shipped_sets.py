@@ -12,13 +12,12 @@ import zipfile
 from pathlib import Path
 
 import pytest
-
-from probes import SHIPPED_DIR, load_probe_set, shipped_names, validate
-from probes.build_opendomain import parse_topics, unquote
-from probes.build_phantomwiki import WORLDS, slug
-from probes.measure_sets import answer_pattern, measure, mentions, readme_section
-from probes.model import Document, ProbeSet
-from probes.wikipedia import MentionIndex, doc_id, read_member, select_corpus, take
+from flarebench.probes import SHIPPED_DIR, load_probe_set, shipped_names, validate
+from flarebench.probes.build_opendomain import parse_topics, unquote
+from flarebench.probes.build_phantomwiki import WORLDS, slug
+from flarebench.probes.measure_sets import answer_pattern, measure, mentions, readme_section
+from flarebench.probes.model import Document, ProbeSet
+from flarebench.probes.wikipedia import MentionIndex, doc_id, read_member, select_corpus, take
 
 REPO = Path(__file__).resolve().parents[1]
 PHANTOM = [n for n in shipped_names() if n == "phantomwiki" or n.startswith("phantomwiki_")]
@@ -62,7 +61,7 @@ def test_new_sets_state_their_retrieval_difficulty(name):
 
 
 def test_cli_list_names_every_set_with_count_and_licence():
-    r = subprocess.run([sys.executable, "-m", "probes", "list"], cwd=REPO, capture_output=True, text=True)
+    r = subprocess.run([sys.executable, "-m", "flarebench.probes", "list"], cwd=REPO, capture_output=True, text=True)
     assert r.returncode == 0, r.stdout + r.stderr
     lines = r.stdout.splitlines()
     assert len(lines) == len(shipped_names())
@@ -205,7 +204,7 @@ def test_seeded_sample_and_corpus_selection_are_deterministic():
 
 
 def test_measure_on_a_tiny_set(tmp_path):
-    from probes.model import Probe
+    from flarebench.probes.model import Probe
 
     docs = [
         Document("a", "Ann", "Ann is a painter from Oslo."),

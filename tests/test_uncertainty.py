@@ -1,4 +1,4 @@
-"""bench.uncertainty: the paired bootstrap, on cases whose answer is known."""
+"""flarebench.bench.uncertainty: the paired bootstrap, on cases whose answer is known."""
 
 from __future__ import annotations
 
@@ -6,8 +6,7 @@ import math
 
 import numpy as np
 import pytest
-
-from bench.uncertainty import paired_bootstrap
+from flarebench.bench.uncertainty import paired_bootstrap
 
 
 def test_identical_scores_give_a_zero_interval():
