@@ -23,8 +23,9 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 import numpy as np
-from flarebench.strategies.records import Trace
 from scipy.stats import rankdata
+
+from flarebench.strategies.records import Trace
 
 
 @dataclass(frozen=True)

@@ -79,6 +79,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 import Stemmer
+
 from flarebench.bench.metrics import split_items
 from flarebench.strategies.records import Trace
 from flarebench.strategies.sentences import split_sentences

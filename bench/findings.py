@@ -10,6 +10,7 @@ paper's Figure 5.
 from __future__ import annotations
 
 import pandas as pd
+
 from flarebench.bench.plots import QUALITY, cost_axis, pareto_front, tokens_frame
 from flarebench.bench.report import interval_text
 from flarebench.strategies.registry import with_param

@@ -18,6 +18,7 @@ from pathlib import Path
 from typing import Any
 
 import pandas as pd
+
 from flarebench.bench import plots
 from flarebench.bench.findings import findings
 from flarebench.bench.metrics import COLUMN_DOCS

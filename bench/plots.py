@@ -12,8 +12,9 @@ from collections.abc import Sequence
 
 import numpy as np
 import pandas as pd
-from flarebench.strategies.registry import with_param
 from matplotlib.figure import Figure
+
+from flarebench.strategies.registry import with_param
 
 #: The quality axis of every plot: F1 of the stated answer (graded, unlike EM, so small models
 #: with few exact answers still show differences).

@@ -16,6 +16,7 @@ from __future__ import annotations
 import contextlib
 
 import pytest
+
 from flarebench.bench.options import RUN_OPTIONS
 
 _SESSION = pytest.StashKey[object]()

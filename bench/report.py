@@ -8,10 +8,11 @@ import tempfile
 from pathlib import Path
 
 import pandas as pd
+from tabulate import tabulate
+
 from flarebench.bench.faithfulness import summarize_faithfulness
 from flarebench.bench.metrics import COLUMN_DOCS, SUMMARY_COLUMNS, probe_row, summarize
 from flarebench.strategies.records import Trace
-from tabulate import tabulate
 
 SUMMARY_CSV = "summary.csv"
 SUMMARY_MD = "summary.md"

@@ -18,6 +18,8 @@ from importlib import metadata
 from pathlib import Path
 from typing import Any
 
+from tqdm import tqdm
+
 from flarebench.bench.config import command_line, fingerprint, first_difference, run_config
 from flarebench.bench.gate import GateError, Gating
 from flarebench.bench.report import format_table, summary_frame, write_atomic, write_summary
@@ -28,7 +30,6 @@ from flarebench.strategies.backends import lm_class, make_lm, make_retriever
 from flarebench.strategies.lm import LMError, LMUnavailable
 from flarebench.strategies.records import Trace
 from flarebench.strategies.registry import expand, parse_spec
-from tqdm import tqdm
 
 RUN_JSON = "run.json"
 

@@ -9,6 +9,7 @@ import tempfile
 
 import bm25s
 import Stemmer
+
 from flarebench.strategies.records import Passage
 from flarebench.strategies.retriever import CorpusDoc, Retriever, as_passages, cache_root
 

@@ -20,6 +20,7 @@ from pathlib import Path
 
 import llama_cpp
 import numpy as np
+
 from flarebench.strategies.lm import LM, GenerationRequest, LMError, token_texts
 from flarebench.strategies.records import LMCall
 from flarebench.strategies.sentences import split_sentences

@@ -44,6 +44,7 @@ from dataclasses import asdict, dataclass
 
 import httpx
 import openai
+
 from flarebench.strategies.lm import LM, GenerationRequest, LMError, LMUnavailable, token_texts
 from flarebench.strategies.records import LMCall
 

@@ -48,7 +48,6 @@ def scripted_lm(monkeypatch):
     """Sessions made in this test answer with :class:`tests.scripted.ProbeAwareLM` instead of
     loading the model (for tests of the harness's control flow, never of what it measures)."""
     import flarebench.bench.session
-
     from tests.scripted import ProbeAwareLM
 
     lm = ProbeAwareLM()

@@ -2,6 +2,7 @@
 
 import pandas as pd
 import pytest
+
 from flarebench.bench.breakdown import BreakdownError, breakdown, metadata_fields
 
 

@@ -5,17 +5,17 @@ from __future__ import annotations
 
 import json
 
+import pandas as pd
+import pytest
+
 import flarebench.bench.cache
 import flarebench.bench.config
 import flarebench.bench.session
-import pandas as pd
-import pytest
 from flarebench.bench.cache import CachedLM, CachedRetriever, DiskCache
 from flarebench.strategies.base import retrieve
 from flarebench.strategies.bm25 import BM25Retriever
 from flarebench.strategies.lm import Prompt
 from flarebench.strategies.records import Passage
-
 from tests.scripted import ScriptedLM, run_cli
 
 PROMPT = Prompt("Static part. ", "Question: who? Answer:")

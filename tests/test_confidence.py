@@ -5,6 +5,7 @@ from __future__ import annotations
 import math
 
 import pytest
+
 from flarebench.bench.confidence import auroc, gate_record, gate_summary
 from flarebench.strategies.records import LMCall, Step, Trace
 

@@ -3,6 +3,7 @@ greedy decode on the same model, prompt and token count. Compare the two rows of
 group; each also records tokens/s in extra_info (`--benchmark-json` keeps it)."""
 
 import pytest
+
 from flarebench.strategies.lm import Prompt
 
 pytestmark = pytest.mark.model

@@ -7,6 +7,7 @@ import statistics
 from collections import Counter
 
 import pytest
+
 from flarebench.probes import SHIPPED_DIR, load_probe_set, validate
 from flarebench.probes import build_engdocs as build
 

@@ -11,6 +11,7 @@ import time
 from pathlib import Path
 
 import pytest
+
 from flarebench.bench.faithfulness import (
     LEXICAL_METHOD,
     LEXICAL_THRESHOLD,
@@ -26,7 +27,6 @@ from flarebench.bench.faithfulness import (
     summarize_faithfulness,
 )
 from flarebench.strategies.records import FIRST_HOP, LOW_CONFIDENCE, Retrieval, Step, Trace
-
 from tests import servers
 
 ROOT = Path(__file__).resolve().parent.parent

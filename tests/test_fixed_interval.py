@@ -4,6 +4,7 @@
 import re
 
 import pytest
+
 from flarebench.strategies import parse_spec
 from flarebench.strategies.fixed_interval import FixedInterval
 from flarebench.strategies.lm import GenerationRequest
@@ -11,7 +12,6 @@ from flarebench.strategies.prompts import STOP
 from flarebench.strategies.records import FIRST_HOP, FIXED_INTERVAL, LMCall, Trace
 from flarebench.strategies.registry import SpecError
 from flarebench.strategies.steps import LOOKAHEAD_TOKENS
-
 from tests.scripted import ScriptedLM, ScriptedRetriever
 
 QUESTION = "Who is the mother of the friend of Ivo Lanark?"

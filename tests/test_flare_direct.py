@@ -2,11 +2,11 @@
 retriever: when it retrieves, with what query, what it puts in context, what it costs."""
 
 import pytest
+
 from flarebench.strategies.flare_direct import ABSTENTION, FlareDirect, low_spans, masked_query, round_robin
 from flarebench.strategies.records import FIRST_HOP, LOW_CONFIDENCE, Passage
 from flarebench.strategies.registry import SpecError, parse_spec
 from flarebench.strategies.steps import Sentence
-
 from tests.scripted import ScriptedLM, ScriptedRetriever
 
 SURE, UNSURE = 0.95, 0.1

@@ -1,10 +1,10 @@
 """FLARE instruct's control flow with a scripted LM: search calls, malformed calls, the cap."""
 
 import pytest
+
 from flarebench.strategies.flare_instruct import SEARCH_TEMPLATE, FlareInstruct, parse_search
 from flarebench.strategies.records import FIRST_HOP, SEARCH_CALL
 from flarebench.strategies.registry import SpecError, parse_spec
-
 from tests.scripted import ScriptedLM, ScriptedRetriever
 
 

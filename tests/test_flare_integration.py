@@ -3,10 +3,10 @@
 import math
 
 import pytest
+
 from flarebench.bench.runner import StrategyRefused, check_compatible
 from flarebench.strategies import parse_spec
 from flarebench.strategies.records import FIRST_HOP, LOW_CONFIDENCE
-
 from tests.scripted import ScriptedLM
 
 pytestmark = pytest.mark.model

@@ -12,6 +12,7 @@ import textwrap
 from pathlib import Path
 
 import pytest
+
 from flarebench.probes import PROBE_FORMATS, ProbeError, load_probe_set
 from flarebench.probes.formats import MAX_PROBLEMS, check_file
 

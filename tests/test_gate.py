@@ -10,9 +10,10 @@ import sys
 import time
 from pathlib import Path
 
-import flarebench.bench.session
 import pandas as pd
 import pytest
+
+import flarebench.bench.session
 from flarebench.bench import cli
 from flarebench.bench.config import config_difference
 from flarebench.bench.gate import (
@@ -27,7 +28,6 @@ from flarebench.bench.gate import (
 )
 from flarebench.strategies.prompts import CLOSED_BOOK
 from flarebench.strategies.registry import names
-
 from tests.scripted import ScriptedLM
 
 pytest_plugins = ["pytester"]

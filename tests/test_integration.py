@@ -1,6 +1,7 @@
 """Both skeleton strategies on 3 probes with the real embedded LM and the real BM25 retriever."""
 
 import pytest
+
 from flarebench.bench.session import BenchSession
 from flarebench.strategies import parse_spec
 from flarebench.strategies.records import FIRST_HOP

@@ -5,13 +5,13 @@ control flow and the real model once."""
 import re
 
 import pytest
+
 from flarebench.strategies import parse_spec
 from flarebench.strategies.lm import GenerationRequest
 from flarebench.strategies.prompts import STOP
 from flarebench.strategies.records import FIRST_HOP, IRCOT_STEP
 from flarebench.strategies.registry import SpecError
 from flarebench.strategies.steps import LOOKAHEAD_TOKENS
-
 from tests.scripted import ScriptedLM, ScriptedRetriever
 
 QUESTION = "Who is the mother of the friend of Ivo Lanark?"

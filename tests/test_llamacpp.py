@@ -3,6 +3,7 @@
 import llama_cpp
 import numpy as np
 import pytest
+
 from flarebench.strategies.backends import make_lm, smollm2_path
 from flarebench.strategies.llamacpp import _common
 from flarebench.strategies.lm import LMError, Prompt

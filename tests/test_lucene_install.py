@@ -3,6 +3,7 @@
 import importlib.util
 
 import pytest
+
 from flarebench.strategies import lucene
 from flarebench.strategies.backends import make_retriever
 from flarebench.strategies.records import Passage

@@ -9,6 +9,7 @@ from dataclasses import dataclass, field
 import numpy as np
 import pandas as pd
 import pytest
+
 from flarebench.bench.metrics import (
     COLUMN_DOCS,
     SUMMARY_COLUMNS,

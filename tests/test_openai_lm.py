@@ -24,6 +24,7 @@ import urllib.request
 from pathlib import Path
 
 import pytest
+
 from flarebench.bench.runner import StrategyRefused, TraceLog, check_compatible, run_strategy
 from flarebench.bench.session import BenchSession, ConfigError
 from flarebench.strategies.backends import make_lm
@@ -32,7 +33,6 @@ from flarebench.strategies.lm import LMError, LMUnavailable, Prompt
 from flarebench.strategies.openai_lm import OpenAILM
 from flarebench.strategies.records import Step
 from flarebench.strategies.registry import parse_spec
-
 from tests import servers
 from tests.scripted import ScriptedLM
 

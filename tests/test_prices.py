@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import pytest
+
 from flarebench.bench.prices import SHIPPED, Price, PriceError, load_table, price_for
 
 

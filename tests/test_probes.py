@@ -11,6 +11,7 @@ import sys
 from pathlib import Path
 
 import pytest
+
 from flarebench.probes import (
     ANSWER_TYPES,
     DEFAULT_PROBE_SET,

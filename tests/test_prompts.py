@@ -1,6 +1,7 @@
 """Prompt layout, final-answer extraction and sentence splitting."""
 
 import pytest
+
 from flarebench.strategies.prompts import EXEMPLARS, PromptTemplate, extract_answer
 from flarebench.strategies.records import Passage
 from flarebench.strategies.sentences import first_sentence, split_sentences

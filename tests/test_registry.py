@@ -3,6 +3,7 @@
 import dataclasses
 
 import pytest
+
 from flarebench.strategies import expand, get, names, parse_spec, register
 from flarebench.strategies.base import Strategy
 from flarebench.strategies.registry import SpecError

@@ -11,14 +11,14 @@ import re
 import shutil
 from pathlib import Path
 
-import flarebench.bench.session
 import pandas as pd
 import pytest
+
+import flarebench.bench.session
 from flarebench.bench.html import embed_json
 from flarebench.bench.metrics import COLUMN_DOCS
 from flarebench.bench.plots import pareto_front
 from flarebench.strategies.registry import SpecError, with_param
-
 from tests.scripted import ProbeAwareLM, ScriptedLM, run_cli
 
 PAYLOAD = "<script>alert(1)</script>"

@@ -11,12 +11,12 @@ import subprocess
 import sys
 from pathlib import Path
 
-import flarebench.bench.session
 import pandas as pd
 import pytest
+
+import flarebench.bench.session
 from flarebench.bench.runlock import LOCK
 from flarebench.strategies.registry import names
-
 from tests.scripted import run_cli
 
 names()

@@ -9,6 +9,7 @@ import subprocess
 import sys
 
 import pytest
+
 from flarebench.bench.config import first_difference
 from flarebench.bench.runlock import LOCK, LockHeld, RunLock
 from flarebench.bench.runner import (
@@ -22,7 +23,6 @@ from flarebench.bench.session import BenchSession, ConfigError
 from flarebench.strategies.base import Strategy, finish
 from flarebench.strategies.lm import Prompt
 from flarebench.strategies.records import Step
-
 from tests.scripted import ScriptedLM
 
 

@@ -9,9 +9,9 @@ import math
 
 import pandas as pd
 import pytest
+
 from flarebench.bench.metrics import SUMMARY_COLUMNS
 from flarebench.strategies.registry import names
-
 from tests.scripted import run_cli
 
 names()

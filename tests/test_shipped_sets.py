@@ -12,6 +12,7 @@ import zipfile
 from pathlib import Path
 
 import pytest
+
 from flarebench.probes import SHIPPED_DIR, load_probe_set, shipped_names, validate
 from flarebench.probes.build_opendomain import parse_topics, unquote
 from flarebench.probes.build_phantomwiki import WORLDS, slug

@@ -6,6 +6,7 @@ import math
 
 import numpy as np
 import pytest
+
 from flarebench.bench.uncertainty import paired_bootstrap
 
 
