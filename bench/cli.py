@@ -27,7 +27,9 @@ def _run(args: argparse.Namespace, study: dict | None = None) -> int:
     from flarebench.bench.session import BenchSession, ConfigError
 
     try:
-        session = BenchSession(**{o.dest: getattr(args, o.dest) for o in RUN_OPTIONS}, study=study)
+        session = BenchSession(
+            **{o.dest: getattr(args, o.dest) for o in RUN_OPTIONS}, study=study, option_sources=args.option_sources
+        )
     except ConfigError as e:
         raise UserError(str(e)) from None
     if session.lm_capabilities:
@@ -340,7 +342,6 @@ def build_parser() -> argparse.ArgumentParser:
             "--reference": "the strategy spec the delta columns compare with (default: the first sweep point)",
         },
     )
-    sweep.set_defaults(reference=None)
     score = command(
         "score",
         _score,
@@ -368,9 +369,26 @@ def build_parser() -> argparse.ArgumentParser:
     return ap
 
 
+def _with_settings(args: argparse.Namespace) -> None:
+    """Fill the run options not given on the command line from the config file, then the defaults
+    (sweep's own: no --reference means its first point), and note where each value came from."""
+    from flarebench.bench import settings
+
+    try:
+        found = settings.load()
+    except settings.SettingsError as e:
+        raise UserError(str(e)) from None
+    own = {"reference": None} if args.func is _sweep else None
+    values, args.option_sources = settings.resolve(vars(args), found, own)
+    for dest, value in values.items():
+        setattr(args, dest, value)
+
+
 def main(argv: list[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
     try:
+        if args.func in (_run, _compare, _sweep):
+            _with_settings(args)
         return args.func(args)
     except UserError as e:
         print(f"flarebench: {e}", file=sys.stderr)

@@ -1,5 +1,6 @@
 """The run options, defined once for the pytest plugin and the ``flarebench`` console script, so
-every option has the same name, default and help in both."""
+every option has the same name, default and help in both. A project's config file
+(:mod:`flarebench.bench.settings`) sets their defaults under the same names."""
 
 from __future__ import annotations
 
@@ -26,10 +27,12 @@ class Option:
         return self.flag.lstrip("-").replace("-", "_")
 
     def argparse_kwargs(self) -> dict[str, Any]:
-        """Keyword arguments for ``parser.add_argument`` / pytest's ``group.addoption``."""
+        """Keyword arguments for ``parser.add_argument`` / pytest's ``group.addoption``. The parsed
+        value is None when the flag is not given: the config file, then :attr:`default`, fill it in
+        (:func:`flarebench.bench.settings.resolve`)."""
         if self.is_switch:
-            return {"action": "store_true", "default": False, "help": self.help, "dest": self.dest}
-        kw: dict[str, Any] = {"help": self.help, "default": self.default, "dest": self.dest, "metavar": self.metavar}
+            return {"action": "store_true", "default": None, "help": self.help, "dest": self.dest}
+        kw: dict[str, Any] = {"help": self.help, "default": None, "dest": self.dest, "metavar": self.metavar}
         if self.repeatable:
             kw["action"] = "append"
         if self.const is not None:

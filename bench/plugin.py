@@ -1,8 +1,13 @@
 """The pytest plugin (registered through the ``pytest11`` entry point ``flarebench``).
 
-It adds the run options to every pytest wherever flarebench is installed, parametrizes bench tests
-by strategy spec (``spec`` argument), provides the session-wide ``bench_session`` fixture, and
-prints the comparison table at the end. It imports nothing heavy until a bench test runs.
+It adds the run options to every pytest wherever flarebench is installed (their defaults from the
+project's config file, see :mod:`flarebench.bench.settings`), parametrizes bench tests by strategy
+spec (``spec`` argument), provides the session-wide ``bench_session`` fixture, and prints the
+comparison table at the end. It imports nothing heavy until a bench test runs.
+
+``pytest bench`` works in any repository: where the current folder has no ``bench`` folder, the
+argument names flarebench's own bench (the installed ``flarebench/bench``); where it has one (made
+by ``flarebench init``, holding a test module that hands collection to flarebench), that one runs.
 
 Regression gates (``--gate``, ``--save-baseline``; see bench/gate.py): the baseline is read and
 checked at configure time (a bad file is a usage error), the latency reference spec is
@@ -14,11 +19,17 @@ times one fixed probe through the ``benchmark`` fixture (``bench_timing``).
 from __future__ import annotations
 
 import contextlib
+from pathlib import Path
 
 import pytest
 
 from flarebench.bench.options import RUN_OPTIONS
 
+#: The name users give pytest for the bench (``pytest bench ...``).
+BENCH_ARG = "bench"
+
+_OPTIONS = pytest.StashKey[dict]()
+_SOURCES = pytest.StashKey[dict]()
 _SESSION = pytest.StashKey[object]()
 _GATING = pytest.StashKey[object]()
 _GATE_NOTES = pytest.StashKey[list]()
@@ -31,24 +42,40 @@ def pytest_addoption(parser: pytest.Parser) -> None:
         group.addoption(opt.flag, **opt.argparse_kwargs())
 
 
+def _bench_arg(arg: str, here: Path) -> str:
+    """``bench`` (or ``bench/...``, ``bench::...``) as the installed bench's path when ``here`` has no
+    ``bench`` folder of its own; any other argument unchanged."""
+    if not (arg == BENCH_ARG or arg.startswith((f"{BENCH_ARG}/", f"{BENCH_ARG}::"))) or (here / BENCH_ARG).exists():
+        return arg
+    return str(Path(__file__).resolve().parent) + arg[len(BENCH_ARG) :]
+
+
 def pytest_configure(config: pytest.Config) -> None:
+    from flarebench.bench import settings
+
+    # The config file's defaults under the command line's values: a bad file is a usage error.
+    try:
+        given = {o.dest: config.getoption(o.dest) for o in RUN_OPTIONS}
+        values, sources = settings.resolve(given, settings.load(config.invocation_params.dir))
+    except settings.SettingsError as e:
+        raise pytest.UsageError(str(e)) from None
+    config.stash[_OPTIONS], config.stash[_SOURCES] = values, sources
+    config.args = [_bench_arg(arg, config.invocation_params.dir) for arg in config.args]
     # A bad --strategy is a usage error, reported before anything is collected or loaded.
-    if config.getoption("strategy"):
+    if values["strategy"]:
         from flarebench.strategies.registry import SpecError, expand, parse_spec
 
-        for spec in expand(config.getoption("strategy")):
+        for spec in expand(values["strategy"]):
             try:
                 parse_spec(spec)
             except SpecError as e:
                 raise pytest.UsageError(str(e)) from None
     # A bad baseline file or gate option is a usage error too, before any model is loaded.
-    if any(config.getoption(name) for name in _GATE_OPTIONS):
+    if any(values[name] for name in _GATE_OPTIONS):
         from flarebench.bench.gate import GateError, Gating
 
         try:
-            config.stash[_GATING] = Gating.from_options(
-                config.getoption("strategy"), *(config.getoption(name) for name in _GATE_OPTIONS)
-            )
+            config.stash[_GATING] = Gating.from_options(values["strategy"], *(values[name] for name in _GATE_OPTIONS))
         except GateError as e:
             raise pytest.UsageError(str(e)) from None
 
@@ -59,7 +86,7 @@ def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
 
         gating = metafunc.config.stash.get(_GATING, None)
         # Under a gate the specs are the plan's: the latency reference first, then the gated ones.
-        specs = gating.specs if gating is not None else expand(metafunc.config.getoption("strategy"))
+        specs = gating.specs if gating is not None else expand(metafunc.config.stash[_OPTIONS]["strategy"])
         metafunc.parametrize("spec", specs)
 
 
@@ -100,13 +127,13 @@ def bench_session(request: pytest.FixtureRequest):
     """The run shared by all bench tests of this pytest session (probes, LM, retriever, run folder)."""
     from flarebench.bench.session import BenchSession, ConfigError
 
-    opts = {o.dest: request.config.getoption(o.dest) for o in RUN_OPTIONS}
+    opts = request.config.stash[_OPTIONS]
     capman = request.config.pluginmanager.getplugin("capturemanager")
     uncaptured = capman.global_and_fixture_disabled() if capman is not None else contextlib.nullcontext()
     try:
         # Not captured: a note that a stale lock of the run folder was taken over is shown live.
         with uncaptured, _stop_if_lm_unreachable():
-            session = BenchSession(**opts)
+            session = BenchSession(**opts, option_sources=request.config.stash[_SOURCES])
     except ConfigError as e:
         pytest.exit(f"flarebench: {e}", returncode=2)
     request.config.stash[_SESSION] = session

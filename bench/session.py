@@ -80,6 +80,9 @@ class BenchSession:
     #: recorded in run.json for the report; it changes no answer, so it is not part of the config.
     study: dict | None = None
     cache: str | None = None  # --cache [DIR]: LM calls and retrievals from disk (bench/cache.py)
+    #: Where each option's value came from ("command line", a config file's path, "default";
+    #: bench/settings.py), recorded in run.json; not part of the config, as it changes no answer.
+    option_sources: dict[str, str] | None = None
     started: float = field(default_factory=time.time)
 
     def __post_init__(self) -> None:
@@ -298,6 +301,8 @@ class BenchSession:
             "versions": _versions(),
             "command": command_line(),
         }
+        if self.option_sources:
+            info["option_sources"] = self.option_sources
         if self.study:
             info["study"] = self.study
         if self.disk_cache is not None:

@@ -1,0 +1,138 @@
+"""A project's defaults for the run options: ``flarebench.toml``, or ``[tool.flarebench]`` in
+``pyproject.toml``, found from the current folder upwards (the nearest wins, ``flarebench.toml``
+before ``pyproject.toml`` in the same folder).
+
+Keys are the long option names without ``--`` (``probes``, ``lm-base-url``, ``strategy``,
+``tolerance``, ``gate``, ``report-dir``, ``cache`` ...), with TOML values of the option's type: a
+list of strings (or one string) for the repeatable ``strategy`` and ``tolerance``, ``true``/``false``
+for switches, and ``cache = true`` for the default cache folder. Relative paths are relative to the
+file's folder, so the same file works from any subfolder. A value given on the command line wins
+over the file, which wins over the built-in default; run.json records where each value came from.
+"""
+
+from __future__ import annotations
+
+import difflib
+import re
+import tomllib
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from flarebench.bench.options import RUN_OPTIONS, Option
+
+CONFIG_FILE = "flarebench.toml"
+PYPROJECT = "pyproject.toml"
+
+#: Options whose value is a path: read relative to the config file's folder.
+_PATH_OPTIONS = {"report_dir", "save_baseline", "gate", "prices", "cache"}
+#: The value sources run.json names besides a config file's path.
+COMMAND_LINE, DEFAULT = "command line", "default"
+
+
+class SettingsError(Exception):
+    """A config file that cannot be used: one line naming the file, the line when known, and the key."""
+
+
+@dataclass(frozen=True)
+class Settings:
+    """The run-option defaults a config file sets (by option dest), and the file they came from."""
+
+    path: Path | None = None
+    values: dict[str, Any] = field(default_factory=dict)
+
+
+def find(start: Path) -> Path | None:
+    """The config file that applies in ``start``: the nearest folder upwards holding a
+    ``flarebench.toml`` or a ``pyproject.toml`` with a ``[tool.flarebench]`` table."""
+    for folder in [start, *start.parents]:
+        if (folder / CONFIG_FILE).is_file():
+            return folder / CONFIG_FILE
+        pyproject = folder / PYPROJECT
+        if pyproject.is_file() and re.search(r"^\s*\[tool\.flarebench\]", _text(pyproject), re.M):
+            return pyproject
+    return None
+
+
+def load(start: Path | None = None) -> Settings:
+    """The settings that apply in ``start`` (default: the current folder); empty when no file does."""
+    path = find((start or Path.cwd()).resolve())
+    if path is None:
+        return Settings()
+    text = _text(path)
+    try:
+        data = tomllib.loads(text)
+    except tomllib.TOMLDecodeError as e:
+        raise SettingsError(f"{path}: not valid TOML: {e}") from None
+    table = data.get("tool", {}).get("flarebench", {}) if path.name == PYPROJECT else data
+    if not isinstance(table, dict):
+        raise SettingsError(f"{path}: [tool.flarebench] must be a table")
+    by_key = {opt.flag.removeprefix("--"): opt for opt in RUN_OPTIONS}
+    values = {}
+    for key, raw in table.items():
+        where = f"{path}:{_line_of(text, key)}: {key}"
+        opt = by_key.get(key)
+        if opt is None:
+            close = difflib.get_close_matches(key, by_key, n=1)
+            hint = f"did you mean '{close[0]}'?" if close else f"keys: {', '.join(by_key)}"
+            raise SettingsError(f"{where}: unknown key; {hint}")
+        values[opt.dest] = _value(opt, raw, path.parent, where)
+    return Settings(path, values)
+
+
+def resolve(
+    given: dict[str, Any], settings: Settings, defaults: dict[str, Any] | None = None
+) -> tuple[dict[str, Any], dict[str, str]]:
+    """Every run option's value (by dest) and where it came from: the command line (``given``, where
+    None means not given), else the config file, else ``defaults`` (a command's own), else the
+    option's default. Sources name only the options that hold a value."""
+    values, sources = {}, {}
+    for opt in RUN_OPTIONS:
+        if given.get(opt.dest) is not None:
+            values[opt.dest], source = given[opt.dest], COMMAND_LINE
+        elif opt.dest in settings.values:
+            values[opt.dest], source = settings.values[opt.dest], str(settings.path)
+        else:
+            values[opt.dest] = (defaults or {}).get(opt.dest, False if opt.is_switch else opt.default)
+            source = DEFAULT
+        if values[opt.dest] not in (None, False):
+            sources[opt.dest] = source
+    return values, sources
+
+
+def _value(opt: Option, raw: Any, base: Path, where: str) -> Any:
+    """A TOML value checked against its option's type, paths made absolute against ``base``."""
+    if opt.is_switch:
+        if not isinstance(raw, bool):
+            raise SettingsError(f"{where}: expected true or false, got {raw!r}")
+        return raw
+    if opt.dest == "cache" and raw is True:
+        return opt.const
+    if opt.repeatable:
+        items = [raw] if isinstance(raw, str) else raw
+        if not isinstance(items, list) or not items or not all(isinstance(i, str) for i in items):
+            raise SettingsError(f"{where}: expected a string or a list of strings, got {raw!r}")
+        return items
+    want = (int, float) if opt.type is float else opt.type
+    if not isinstance(raw, want) or isinstance(raw, bool):
+        raise SettingsError(f"{where}: expected {opt.type.__name__}, got {raw!r}")
+    if opt.dest in _PATH_OPTIONS:
+        return str(base / raw)
+    if opt.dest == "probes" and (base / raw).exists():
+        return str(base / raw)  # a folder beside the file; otherwise a shipped set's name
+    return opt.type(raw)
+
+
+def _line_of(text: str, key: str) -> int | str:
+    """The line number where ``key`` is assigned (for error messages), or '?'."""
+    for number, line in enumerate(text.splitlines(), 1):
+        if re.match(rf"\s*[\"']?{re.escape(key)}[\"']?\s*=", line):
+            return number
+    return "?"
+
+
+def _text(path: Path) -> str:
+    try:
+        return path.read_text(encoding="utf-8")
+    except (OSError, UnicodeDecodeError) as e:
+        raise SettingsError(f"{path}: cannot be read ({e})") from None

@@ -1,0 +1,115 @@
+"""A project's config file (flarebench.toml or [tool.flarebench]): found upwards, checked, applied
+under the command line by both the CLI and the pytest plugin, and recorded in run.json."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from flarebench.bench import settings
+from flarebench.bench.settings import Settings, SettingsError, find, load, resolve
+from tests.scripted import run_cli
+
+pytest_plugins = ["pytester"]
+
+
+def _write(folder, name, text):
+    folder.mkdir(parents=True, exist_ok=True)
+    (folder / name).write_text(text)
+    return folder / name
+
+
+def test_the_nearest_file_applies_and_a_pyproject_needs_its_table(tmp_path):
+    deep = tmp_path / "a" / "b"
+    deep.mkdir(parents=True)
+    assert find(deep) is None
+    _write(tmp_path / "a", "pyproject.toml", "[project]\nname = 'x'\n")  # no [tool.flarebench]: skipped
+    top = _write(tmp_path, "pyproject.toml", "[tool.flarebench]\nlimit = 2\n")
+    assert find(deep) == top
+    near = _write(tmp_path / "a", "flarebench.toml", "limit = 3\n")
+    assert find(deep) == near
+    assert load(deep) == Settings(near, {"limit": 3})
+
+
+def test_values_are_typed_and_paths_are_relative_to_the_file(tmp_path):
+    (tmp_path / "bench" / "probes").mkdir(parents=True)
+    path = _write(
+        tmp_path,
+        "flarebench.toml",
+        'probes = "bench/probes"\nstrategy = "flare_direct"\ntolerance = ["em=0.1"]\nreport-dir = "runs/latest"\n'
+        "lm-timeout = 30\noverwrite = true\ncache = true\nretriever = 'bm25s'\n",
+    )
+    assert load(tmp_path / "bench").values == {
+        "probes": str(tmp_path / "bench" / "probes"),
+        "strategy": ["flare_direct"],
+        "tolerance": ["em=0.1"],
+        "report_dir": str(tmp_path / "runs" / "latest"),
+        "lm_timeout": 30,
+        "overwrite": True,
+        "cache": "default",
+        "retriever": "bm25s",
+    }
+    # A name that is no folder beside the file stays a shipped set's name.
+    path.write_text('probes = "nq"\n')
+    assert load(tmp_path).values == {"probes": "nq"}
+
+
+@pytest.mark.parametrize(
+    "text, problem",
+    [
+        ("limit = 2\nlm-base-urll = 'http://x'\n", ":2: lm-base-urll: unknown key; did you mean 'lm-base-url'?"),
+        ("limit = '2'\n", ":1: limit: expected int, got '2'"),
+        ("limit = true\n", ":1: limit: expected int, got True"),
+        ("overwrite = 1\n", ":1: overwrite: expected true or false, got 1"),
+        ("strategy = [1]\n", ":1: strategy: expected a string or a list of strings, got [1]"),
+        ("limit = \n", ": not valid TOML: "),
+    ],
+)
+def test_a_bad_file_is_one_line_naming_file_line_and_key(tmp_path, text, problem):
+    path = _write(tmp_path, "flarebench.toml", text)
+    with pytest.raises(SettingsError) as e:
+        load(tmp_path)
+    assert str(e.value).startswith(f"{path}{problem}") and "\n" not in str(e.value)
+
+
+def test_the_command_line_wins_over_the_file_which_wins_over_the_default(tmp_path):
+    found = Settings(tmp_path / "flarebench.toml", {"limit": 3, "probes": "nq", "strategy": ["ircot"]})
+    values, sources = resolve({"limit": 5, "strategy": None, "probes": None}, found)
+    assert (values["limit"], values["probes"], values["strategy"], values["lm"]) == (
+        5,
+        "nq",
+        ["ircot"],
+        "llamacpp:smollm2",
+    )
+    assert sources["limit"] == settings.COMMAND_LINE and sources["probes"] == str(found.path)
+    assert sources["lm"] == settings.DEFAULT and "gate" not in sources  # unset options are not listed
+    # A command's own default sits under the file's.
+    values, _ = resolve({}, Settings(), {"reference": None})
+    assert values["reference"] is None and values["overwrite"] is False
+
+
+def test_the_cli_refuses_a_bad_file_in_one_line_before_loading(tmp_path, monkeypatch):
+    path = _write(tmp_path, "flarebench.toml", "retreiver = 'bm25s'\n")
+    monkeypatch.chdir(tmp_path)
+    code, out, err = run_cli("run", "--limit", "1")
+    assert code == 2 and err == f"flarebench: {path}:1: retreiver: unknown key; did you mean 'retriever'?\n"
+
+
+def test_a_cli_run_takes_the_file_and_records_where_values_came_from(tmp_path, monkeypatch, scripted_lm):
+    _write(tmp_path, "flarebench.toml", 'strategy = ["no_retrieval"]\nlimit = 3\nreport-dir = "runs/x"\n')
+    monkeypatch.chdir(tmp_path)
+    code, out, err = run_cli("run", "--limit", "2")
+    assert code == 0, err
+    info = json.loads((tmp_path / "runs" / "x" / "run.json").read_text())
+    assert info["probes_run"] == 2 and list(info["config"]["strategies"]) == ["no_retrieval"]
+    src = info["option_sources"]
+    assert src["limit"] == "command line" and src["strategy"] == src["report_dir"] == str(tmp_path / "flarebench.toml")
+    assert src["probes"] == "default"
+
+
+def test_pytest_refuses_a_bad_file_as_a_usage_error(pytester):
+    pytester.makefile(".toml", flarebench="limit = 1\nstrategyy = 'all'\n")
+    result = pytester.runpytest_subprocess("-p", "no:cacheprovider")
+    assert result.ret == pytest.ExitCode.USAGE_ERROR
+    assert "flarebench.toml:2: strategyy: unknown key; did you mean 'strategy'?" in result.stderr.str()
