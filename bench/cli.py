@@ -3,13 +3,15 @@
 ``flarebench run [OPTIONS]`` runs strategies exactly as ``pytest bench [OPTIONS]`` does (the same
 option names); ``compare`` runs several strategies into one report; ``sweep`` runs one parameter
 over values; ``score RUN_DIR`` recomputes a run's metrics from its traces and ``report RUN_DIR``
-rebuilds its report.html as well.
+rebuilds its report.html as well; ``init [DIR]`` sets a repository up to run the bench on its own
+probes (see :mod:`flarebench.bench.scaffold`).
 """
 
 from __future__ import annotations
 
 import argparse
 import json
+import shlex
 import sys
 from pathlib import Path
 
@@ -266,6 +268,26 @@ def _scoring(args: argparse.Namespace, info: dict, run_json: Path):
         raise UserError(f"{run_json}: scoring.price: not a price record ({e})") from None
 
 
+def _init(args: argparse.Namespace) -> int:
+    from flarebench.bench.paths import PathError
+    from flarebench.bench.scaffold import init
+
+    target = Path(args.dir)
+    try:
+        done = init(target)
+    except PathError as e:
+        raise UserError(str(e)) from None
+    for path in done.created:
+        print(f"created {path}")
+    for path in done.kept:
+        print(f"kept    {path} (exists; not overwritten)")
+    print(
+        f"next: cd {shlex.quote(str(target))} && pytest bench --limit 1   "
+        "(then edit bench/probes and flarebench.toml; bench/README.md says how to gate CI)"
+    )
+    return 0
+
+
 def _add_run_options(parser: argparse.ArgumentParser, helps: dict[str, str] | None = None) -> None:
     """The run options, with ``helps`` replacing the help text of some (by flag)."""
     for opt in RUN_OPTIONS:
@@ -366,6 +388,16 @@ def build_parser() -> argparse.ArgumentParser:
             "Works on a partial run too.",
         )
     )
+    init = command(
+        "init",
+        _init,
+        "set a repository up to run the bench on its own probes",
+        "Write into DIR (default: the current folder), keeping any file that exists: bench/ with a test "
+        "module that hands collection to flarebench (so `pytest bench` runs here), an example probe set "
+        "with a README, CI jobs to copy (GitHub Actions, GitLab CI), and flarebench.toml holding the run "
+        "options' defaults.",
+    )
+    init.add_argument("dir", nargs="?", default=".", metavar="DIR", help="the repository's root (default: .)")
     return ap
 
 

@@ -1,0 +1,72 @@
+"""`flarebench init` and `pytest bench` in a repository that is not flarebench's (collection only:
+the installed-wheel step of .ci/run runs the bench itself in such a folder)."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+
+from flarebench.bench.scaffold import TEMPLATES, init
+from flarebench.bench.settings import load
+from tests.scripted import run_cli
+
+
+def _collect(folder, *args):
+    r = subprocess.run(
+        [sys.executable, "-m", "pytest", *args, "--collect-only", "-q", "-p", "no:cacheprovider"],
+        cwd=folder,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    return r.returncode, [line for line in r.stdout.splitlines() if "::" in line], r.stdout + r.stderr
+
+
+def test_init_writes_every_template_and_overwrites_nothing(tmp_path):
+    repo = tmp_path / "repo"
+    (repo / "bench").mkdir(parents=True)
+    (repo / "bench" / "README.md").write_text("ours\n")
+    done = init(repo)
+    templates = {str(p.relative_to(TEMPLATES)).removesuffix(".in") for p in TEMPLATES.rglob("*") if p.is_file()}
+    assert {str(p.relative_to(repo)) for p in done.created} == templates - {"bench/README.md"}
+    assert done.kept == [repo / "bench" / "README.md"] and (repo / "bench" / "README.md").read_text() == "ours\n"
+    # A second init creates nothing and keeps everything.
+    again = init(repo)
+    assert again.created == [] and len(again.kept) == len(templates)
+    # The probe set is valid and the config file points at it.
+    assert load(repo).values["probes"] == str(repo / "bench" / "probes")
+    from flarebench.probes.validate import check_folder
+
+    assert check_folder(repo / "bench" / "probes", require_readme=True).problems == []
+    # The CI jobs install this version of flarebench.
+    assert "@FLAREBENCH" not in (repo / "bench" / "ci" / "github-actions.yml").read_text()
+
+
+def test_init_keeps_a_pyprojects_table_instead_of_adding_a_config_file(tmp_path):
+    (tmp_path / "pyproject.toml").write_text('[tool.flarebench]\nprobes = "nq"\n')
+    done = init(tmp_path)
+    assert not (tmp_path / "flarebench.toml").exists() and tmp_path / "pyproject.toml" in done.kept
+
+
+def test_init_into_a_file_is_one_line(tmp_path):
+    (tmp_path / "f").write_text("")
+    code, out, err = run_cli("init", str(tmp_path / "f"))
+    assert code == 2 and err == f"flarebench: flarebench init {tmp_path / 'f'}: is a file, not a folder\n"
+
+
+def test_pytest_bench_collects_the_installed_bench_or_the_repositorys_own(tmp_path):
+    # A folder with packages named like flarebench's parts: they shadow nothing.
+    for name in ("probes", "strategies"):
+        (tmp_path / name).mkdir()
+        (tmp_path / name / "__init__.py").write_text("raise ImportError('the team package was imported')\n")
+    code, items, out = _collect(tmp_path, "bench", "--strategy", "no_retrieval", "--strategy", "ircot")
+    assert code == 0, out
+    # flarebench's own bench (outside this folder, so pytest names it by its file alone).
+    assert items == ["test_bench.py::test_strategy[no_retrieval]", "test_bench.py::test_strategy[ircot]"]
+    # After init, the repository's own bench/ (its probes, its config) is the one collected.
+    init(tmp_path)
+    code, items, out = _collect(tmp_path, "bench")
+    assert code == 0, out
+    assert items == [
+        f"bench/test_flarebench.py::test_strategy[{spec}]" for spec in ("no_retrieval", "single_time", "flare_direct")
+    ]
