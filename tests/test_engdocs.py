@@ -1,15 +1,20 @@
-"""The shipped engdocs probe set: regenerated identically, and its fact chains are consistent."""
+"""The shipped engdocs probe set: regenerated identically from its source, and its fact chains are consistent."""
 
 from __future__ import annotations
 
 import copy
+import shutil
 import statistics
+import tomllib
 from collections import Counter
+from pathlib import Path
 
 import pytest
 
-from flarebench.probes import SHIPPED_DIR, load_probe_set, validate
+from flarebench.probes import SHIPPED_DIR, load_probe_set, shipped_names, validate
 from flarebench.probes import build_engdocs as build
+
+REPO = Path(__file__).resolve().parents[1]
 
 
 @pytest.fixture(scope="module")
@@ -17,10 +22,22 @@ def engdocs():
     return load_probe_set("engdocs")
 
 
-def test_committed_files_are_what_the_script_writes():
-    for name, text in build.files().items():
-        assert (SHIPPED_DIR / "engdocs" / name).read_text(encoding="utf-8") == text, name
+def test_the_build_writes_the_committed_files_byte_for_byte(tmp_path):
+    assert build.main(["--out", str(tmp_path)]) == 0
+    written = sorted(f.name for f in tmp_path.iterdir())
+    assert written == ["README.md", "corpus.jsonl", "probes.jsonl"]
+    for name in written:
+        assert (tmp_path / name).read_bytes() == (SHIPPED_DIR / "engdocs" / name).read_bytes(), name
     assert build.main(["--check"]) == 0
+
+
+def test_the_source_is_neither_shipped_nor_a_probe_set():
+    # the loader takes a folder holding a probes.jsonl for a set; the source holds no JSON lines at all
+    assert "engdocs" in shipped_names() and not list(build.SOURCE.rglob("*.jsonl"))
+    package_data = tomllib.loads((REPO / "pyproject.toml").read_text(encoding="utf-8"))["tool"]["setuptools"]
+    shipped = {f for pattern in package_data["package-data"]["flarebench.probes"] for f in SHIPPED_DIR.glob(pattern)}
+    assert SHIPPED_DIR / "engdocs" / "corpus.jsonl" in shipped
+    assert not [f for f in shipped if f.is_relative_to(build.SOURCE)]
 
 
 def test_valid_with_readme_and_licence(engdocs):
@@ -82,22 +99,62 @@ def test_readme_counts_match_the_files(engdocs):
 
 
 def test_check_finds_broken_chains():
-    corpus, probes = build.corpus_rows(), build.probe_rows()
-    assert build.check(corpus, probes) == []
-    bad = copy.deepcopy(probes)
-    bad[0]["answers"] = ["9.9.9"]
-    bad[1]["gold_doc_ids"].append("svc-nonexistent")
-    bad[1]["metadata"]["steps"].append({"doc": "svc-nonexistent", "says": "x"})
-    bad[2]["metadata"]["steps"][0]["says"] = "a sentence no document has"
-    problems = build.check(corpus, bad)
-    assert any(p.startswith("eng-001: answer '9.9.9'") for p in problems), problems
-    assert any(p.startswith("eng-002: gold document 'svc-nonexistent'") for p in problems), problems
-    assert any(p.startswith("eng-003: 'rb-pay-settle-backlog' does not say") for p in problems), problems
+    src = build.read()
+    assert build.check(src) == []
+    at = {e.row["id"]: e.at for e in src.probes}
+    bad = copy.deepcopy(src)
+    bad.probes[0].row["answers"] = ["9.9.9"]
+    bad.probes[1].row["gold_doc_ids"].append("svc-nonexistent")
+    bad.probes[1].row["metadata"]["steps"].append({"doc": "svc-nonexistent", "says": "x"})
+    bad.probes[2].row["metadata"]["steps"][0]["says"] = "a sentence no document has"
+    problems = build.check(bad)
+    assert f"{at['eng-001']}: eng-001: answers: '9.9.9' is in none of its gold documents" in problems
+    assert f"{at['eng-002']}: eng-002: steps[1].doc: gold document 'svc-nonexistent' does not exist" in problems
+    assert any(
+        p.startswith(f"{at['eng-003']}: eng-003: steps[0].says: 'rb-pay-settle-backlog' does not say") for p in problems
+    )
     # an ambiguous chain: a second service card claiming the payments settlement queue
-    two_owners = [dict(d) for d in corpus]
-    card = next(d for d in two_owners if d["id"] == "svc-tallyvane")
-    card["text"] += " pay-settle-q, the payments settlement queue, which tallyvane owns."
-    assert any(p.startswith("queue pay-settle-q:") for p in build.check(two_owners, probes))
+    two_owners = copy.deepcopy(src)
+    card = next(e for e in two_owners.corpus if e.row["id"] == "svc-tallyvane")
+    card.row["text"] += " pay-settle-q, the payments settlement queue, which tallyvane owns."
+    ledgerbird = next(e.at for e in src.corpus if e.row["id"] == "svc-ledgerbird")
+    found = [p for p in build.check(two_owners) if p.startswith(f"{ledgerbird}: queue pay-settle-q:")]
+    assert len(found) == 1 and f"svc-tallyvane ({card.at}) says tallyvane" in found[0], found
+
+
+def _edit(path: Path, old: str, new: str) -> int:
+    """Replace the one occurrence of old in the file; return the line it starts on."""
+    text = path.read_text(encoding="utf-8")
+    assert text.count(old) == 1, old
+    path.write_text(text.replace(old, new), encoding="utf-8")
+    return text[: text.index(old)].count("\n") + 1
+
+
+def test_problems_name_the_source_file_and_line(tmp_path):
+    source = tmp_path / "source"
+    shutil.copytree(build.SOURCE, source)
+    probes, teams = source / "probes.toml", source / "documents" / "01-teams.md"
+    heron = _edit(teams, "## Team Heron {#team-heron}", "## Team Heron")
+    eng001 = _edit(probes, '[[probe]]\nid = "eng-001"', '[[probe]]\nid = "eng-001"\nanswer = "4.12.0"')
+    eng003 = _edit(probes, '[[probe]]\nid = "eng-003"', '[[probe]]\nid = "eng-003"')
+    _edit(probes, 'answers = ["12", "twelve", "12 replicas"]', 'answers = ["13"]')
+    with pytest.raises(ValueError) as e:
+        build.files(source)
+    problems = str(e.value).splitlines()[1:]
+    assert f"{teams}:{heron}: (heading): '## Team Heron' is not '## Title {{#id}}'" in problems
+    assert any(p.startswith(f"{probes}:{eng001}: eng-001: answer: unknown field") for p in problems), problems
+    assert f"{probes}:{eng003}: eng-003: answers: '13' is in none of its gold documents" in problems
+    # the probes whose chains visit the document with the broken heading
+    assert any(p.endswith("gold document 'team-heron' does not exist") for p in problems), problems
+
+
+def test_a_toml_syntax_error_names_its_line(tmp_path):
+    source = tmp_path / "source"
+    shutil.copytree(build.SOURCE, source)
+    line = _edit(source / "probes.toml", 'id = "eng-005"', "id = eng-005")
+    with pytest.raises(ValueError) as e:
+        build.files(source)
+    assert str(e.value).splitlines()[1].startswith(f"{source / 'probes.toml'}:{line}: (toml): "), str(e.value)
 
 
 def test_first_hop_retrieval_figures_in_the_readme(engdocs):
