@@ -1,0 +1,30 @@
+"""The committed example runs (reports/examples/) rescore to the very files committed beside them:
+`flarebench report RUN_DIR` recomputes summary.csv, summary.md and report.html from run.json and
+traces.jsonl alone, and a change to scoring, column definitions or the report that alters any byte
+of them shows here (on purpose: remake the examples as CONTRIBUTING.md says; by accident: a bug)."""
+
+from __future__ import annotations
+
+import shutil
+from pathlib import Path
+
+import pytest
+
+from tests.scripted import run_cli
+
+EXAMPLES = Path(__file__).resolve().parents[1] / "reports" / "examples"
+#: What `report` derives from a run folder's run.json and traces.jsonl.
+DERIVED = ("summary.csv", "summary.md", "report.html")
+
+
+@pytest.mark.parametrize("example", ["compare", "theta-sweep"])
+def test_an_example_run_rescores_byte_for_byte(tmp_path, example):
+    committed = EXAMPLES / example
+    run_dir = tmp_path / example
+    run_dir.mkdir()
+    for name in ("run.json", "traces.jsonl"):
+        shutil.copy(committed / name, run_dir / name)
+    code, out, err = run_cli("report", str(run_dir))
+    assert code == 0, out + err
+    changed = [name for name in DERIVED if (run_dir / name).read_bytes() != (committed / name).read_bytes()]
+    assert changed == [], f"{example}: rescoring changed {', '.join(changed)}"
