@@ -80,7 +80,7 @@ from typing import Any
 
 import Stemmer
 
-from flarebench.bench.metrics import split_items
+from flarebench.bench.answers import split_items
 from flarebench.strategies.records import Trace
 from flarebench.strategies.sentences import split_sentences
 

@@ -10,7 +10,6 @@ from pathlib import Path
 import pandas as pd
 from tabulate import tabulate
 
-from flarebench.bench.faithfulness import summarize_faithfulness
 from flarebench.bench.metrics import COLUMN_DOCS, SUMMARY_COLUMNS, probe_row, summarize
 from flarebench.strategies.records import Trace
 
@@ -55,13 +54,7 @@ def summary_frame(
     if rows.empty:
         # No trace yet: an empty summary with every column.
         return pd.DataFrame(columns=SUMMARY_COLUMNS)
-    summary = summarize(rows, order=order, price=price, reference=reference)
-    if faithfulness:
-        keys = {(t.strategy, t.probe_id) for t in traces if t.probe_id in probes}
-        per_strategy = summarize_faithfulness({k: v for k, v in faithfulness.items() if k in keys})
-        for column in ("faithfulness", "faithfulness_n", "faithfulness_method", "judge_parse_failures"):
-            summary[column] = [per_strategy.get(s, {}).get(column) for s in summary["strategy"]]
-    return summary
+    return summarize(rows, order=order, price=price, reference=reference, faithfulness=faithfulness)
 
 
 #: The columns a reader compares first: the terminal table and the report's main table (summary.csv,

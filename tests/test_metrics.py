@@ -10,19 +10,16 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from flarebench.bench.metrics import (
-    COLUMN_DOCS,
-    SUMMARY_COLUMNS,
+from flarebench.bench.answers import (
     exact_match,
     last_clause,
     normalize_answer,
-    probe_row,
     score_answer,
     split_items,
-    summarize,
     to_yes_no,
     token_f1,
 )
+from flarebench.bench.metrics import COLUMN_DOCS, SUMMARY_COLUMNS, probe_row, summarize
 from flarebench.strategies.records import FIRST_HOP, LMCall, Retrieval, Step, Trace
 
 

@@ -1,0 +1,293 @@
+"""Which answer is scored, and how: normalisation, the answer rules and the scores of one answer.
+
+Pure functions of text, a Trace and a probe; the answer scorer (:mod:`flarebench.bench.scorers.answer`)
+turns them into the ``em``/``f1`` columns, and faithfulness reuses :func:`split_items`. Probes are
+used by duck typing (``answers``, ``answer_type``, ``id``), so this module does not import ``probes``.
+"""
+
+from __future__ import annotations
+
+import re
+import string
+from collections import Counter
+from collections.abc import Iterable
+from typing import Any
+
+from flarebench.strategies.records import Trace
+
+__all__ = [
+    "ABSTAINED",
+    "LAST_CLAUSE",
+    "NO_ANSWER",
+    "STATEMENT",
+    "echoes_question",
+    "exact_match",
+    "final_answer",
+    "last_clause",
+    "normalize_answer",
+    "score_answer",
+    "score_final",
+    "set_exact_match",
+    "set_f1",
+    "split_items",
+    "to_yes_no",
+    "token_f1",
+]
+
+# --------------------------------------------------------------------------------------------
+# Answer normalisation and scoring
+# --------------------------------------------------------------------------------------------
+
+_PUNCTUATION = frozenset(string.punctuation)
+_ARTICLES = re.compile(r"\b(?:a|an|the)\b")
+
+
+def normalize_answer(s: str | None) -> str:
+    """SQuAD normalisation: lowercase, drop punctuation, drop articles (a/an/the), collapse whitespace.
+
+    ``None`` normalises to ``""``. Punctuation is removed before articles, so ``"The  Cat!"`` and
+    ``"cat"`` both give ``"cat"``.
+    """
+    if not s:
+        return ""
+    s = s.lower()
+    s = "".join(ch for ch in s if ch not in _PUNCTUATION)
+    s = _ARTICLES.sub(" ", s)
+    return " ".join(s.split())
+
+
+def _aliases(answers: Iterable[str] | str) -> list[str]:
+    # A bare string is one alias, not a sequence of characters.
+    if isinstance(answers, str):
+        return [answers]
+    return [a for a in answers if a is not None]
+
+
+def exact_match(pred: str | None, answers: Iterable[str] | str) -> float:
+    """1.0 when the normalised prediction equals the normalised form of any alias, else 0.0.
+
+    A prediction that is ``None`` or normalises to nothing scores 0 (an answer made only of
+    punctuation or articles is no answer, even against a degenerate gold alias).
+    """
+    p = normalize_answer(pred)
+    if not p:
+        return 0.0
+    return float(any(p == normalize_answer(a) for a in _aliases(answers)))
+
+
+def _f1_tokens(pred_tokens: list[str], gold_tokens: list[str]) -> float:
+    common = Counter(pred_tokens) & Counter(gold_tokens)
+    overlap = sum(common.values())
+    if overlap == 0:
+        return 0.0
+    precision = overlap / len(pred_tokens)
+    recall = overlap / len(gold_tokens)
+    return 2 * precision * recall / (precision + recall)
+
+
+def token_f1(pred: str | None, answers: Iterable[str] | str) -> float:
+    """SQuAD token F1 (bag of normalised tokens, multiplicity counted), max over aliases.
+
+    ``None`` or an empty (after normalisation) prediction scores 0.
+    """
+    pred_tokens = normalize_answer(pred).split()
+    if not pred_tokens:
+        return 0.0
+    best = 0.0
+    for alias in _aliases(answers):
+        gold_tokens = normalize_answer(alias).split()
+        if gold_tokens:
+            best = max(best, _f1_tokens(pred_tokens, gold_tokens))
+    return best
+
+
+# Separators between items of a list answer. A comma / semicolon / newline may be followed by
+# "and" or "&" (the Oxford comma: "A, B, and C"); a bare "and" or "&" also separates ("A and B").
+_ITEM_SEP = re.compile(r"(\s*[,;\n]\s*(?:(?:and|&)\s+)?|\s+and\s+|\s*&\s*)", re.IGNORECASE)
+
+
+def split_items(pred: str | None, keep: Iterable[str] = ()) -> list[str]:
+    """Split a list answer into normalised items, in order, empty items dropped.
+
+    ``"Alice, Bob and Carol"``, ``"Alice, Bob, and Carol"``, ``"Alice; Bob"`` and one item per line
+    all split as expected. Because "and" and commas also occur inside names ("Tom and Jerry",
+    "Washington, D.C."), ``keep`` may list known items (the gold items when scoring): adjacent
+    pieces whose joined text normalises to a kept item stay one item (longest match wins).
+    """
+    if not pred:
+        return []
+    pieces = _ITEM_SEP.split(pred)
+    parts, seps = pieces[0::2], pieces[1::2]
+    keep_norm = {normalize_answer(k) for k in keep} - {""}
+
+    def span(i: int, j: int) -> str:  # raw text of parts[i:j] with their separators
+        out = parts[i]
+        for k in range(i + 1, j):
+            out += seps[k - 1] + parts[k]
+        return out
+
+    items: list[str] = []
+    i = 0
+    while i < len(parts):
+        j = i + 1
+        if keep_norm:
+            for end in range(len(parts), i + 1, -1):
+                if normalize_answer(span(i, end)) in keep_norm:
+                    j = end
+                    break
+        item = normalize_answer(span(i, j))
+        if item:
+            items.append(item)
+        i = j
+    return items
+
+
+def _gold_items(answers: Iterable[str] | str) -> set[str]:
+    # Gold items are already a list: normalise them, never split them.
+    return {normalize_answer(a) for a in _aliases(answers)} - {""}
+
+
+def set_exact_match(pred: str | None, answers: Iterable[str] | str) -> float:
+    """1.0 when the set of predicted items equals the set of gold items (both normalised), else 0.0.
+
+    Order and repeats do not matter; an empty prediction scores 0.
+    """
+    gold = _gold_items(answers)
+    items = set(split_items(pred, keep=gold))
+    return float(bool(items) and items == gold)
+
+
+def set_f1(pred: str | None, answers: Iterable[str] | str) -> float:
+    """Set F1 over items: precision = correct items / predicted items, recall = correct / gold items."""
+    gold = _gold_items(answers)
+    items = set(split_items(pred, keep=gold))
+    correct = len(items & gold)
+    if correct == 0:
+        return 0.0
+    precision = correct / len(items)
+    recall = correct / len(gold)
+    return 2 * precision * recall / (precision + recall)
+
+
+_YES = frozenset({"yes", "true"})
+_NO = frozenset({"no", "false"})
+
+
+def to_yes_no(pred: str | None) -> str | None:
+    """Map an answer to ``"yes"``/``"no"`` by its first yes/no word (yes/true, no/false), else None.
+
+    The first such word of the (normalised) final answer decides: "Yes, because ..." is yes, "I
+    think yes" is yes, "No, yes" is no; "Nope" and "maybe" are None (no verdict).
+    """
+    for word in normalize_answer(pred).split():
+        if word in _YES:
+            return "yes"
+        if word in _NO:
+            return "no"
+    return None
+
+
+def _gold_yes_no(answers: Iterable[str] | str) -> str:
+    for a in _aliases(answers):
+        yn = to_yes_no(a)
+        if yn is not None:
+            return yn
+    raise ValueError(f"yes_no probe has no yes/no gold answer: {answers!r}")
+
+
+def score_answer(pred: str | None, probe: Any) -> tuple[float, float]:
+    """Return ``(em, f1)`` for a prediction, by ``probe.answer_type``.
+
+    * ``single`` (also when the type is missing/empty): alias-aware EM and token F1.
+    * ``set``: exact set match and set F1 over items (see :func:`split_items`).
+    * ``yes_no``: accuracy, reported as both EM and F1.
+    """
+    kind = getattr(probe, "answer_type", None) or "single"
+    answers = probe.answers
+    if kind == "single":
+        return exact_match(pred, answers), token_f1(pred, answers)
+    if kind == "set":
+        return set_exact_match(pred, answers), set_f1(pred, answers)
+    if kind == "yes_no":
+        acc = float(to_yes_no(pred) == _gold_yes_no(answers))
+        return acc, acc
+    raise ValueError(f"unknown answer_type {kind!r} for probe {getattr(probe, 'id', '?')!r}")
+
+
+# --------------------------------------------------------------------------------------------
+# Which answer is scored
+# --------------------------------------------------------------------------------------------
+
+#: How the scored answer was read from the output (row column ``answer_rule``).
+STATEMENT = "statement"  # the final-answer statement "So the answer is X" (Trace.answer)
+LAST_CLAUSE = "last_clause"  # fallback: the last clause of the output's last sentence
+NO_ANSWER = "none"  # nothing to score (empty output, error)
+ABSTAINED = "abstain"  # the strategy abstained, or the stated answer says there is none
+
+# The last clause of a sentence starts after its last colon, semicolon or copula ("X is Y" -> Y,
+# "it might be Y" -> Y).
+_CLAUSE_SEP = re.compile(r"[:;]|\b(?:is|are|was|were|be)\b", re.IGNORECASE)
+
+
+def last_clause(output: str | None) -> str | None:
+    """The fallback answer of an output without a final-answer statement: the last sentence that
+    has any words, cut after its last colon, semicolon or copula (is/are/was/were/be), trailing
+    punctuation dropped. ``"The mother of Bea Tull is Rosa Tull."`` gives ``"Rosa Tull"``; a list
+    ("... are Ada Moss, Bo Fink.") keeps its commas. None when nothing is left."""
+    from flarebench.strategies.sentences import split_sentences
+
+    text = (output or "").strip()
+    if not normalize_answer(text):
+        return None
+    sentences = [s for s in split_sentences(text) if normalize_answer(s)] or [text]
+    clause = _CLAUSE_SEP.split(sentences[-1])[-1]
+    clause = re.sub(r"[\s.!?]+$", "", clause.strip())
+    return clause if normalize_answer(clause) else None
+
+
+def final_answer(trace: Trace) -> tuple[str | None, str]:
+    """``(answer, rule)``: the answer to score and the rule that read it (:data:`STATEMENT`,
+    :data:`LAST_CLAUSE`, :data:`ABSTAINED` or :data:`NO_ANSWER`). Never the whole output.
+
+    The answer is read again from the output at scoring time ("So the answer is X", by
+    :func:`flarebench.strategies.prompts.extract_answer`), so a fix to extraction reaches old runs; without a
+    statement, the last clause of the output (:func:`last_clause`). An error has no answer; an
+    abstention (the strategy abstained, or the answer says there is none: "not in the documents")
+    has none either."""
+    from flarebench.strategies.prompts import extract_answer, is_abstention
+
+    if trace.error or trace.stop_reason == "error":
+        return None, NO_ANSWER
+    if trace.stop_reason == "abstain":
+        return None, ABSTAINED
+    stated = extract_answer(trace.output or "")
+    if stated is not None and normalize_answer(stated):
+        return (None, ABSTAINED) if is_abstention(stated) else (stated, STATEMENT)
+    clause = last_clause(trace.output)
+    if clause is not None and is_abstention(clause):
+        return None, ABSTAINED
+    return (clause, LAST_CLAUSE) if clause is not None else (None, NO_ANSWER)
+
+
+def echoes_question(pred: str | None, question: str | None, probe: Any) -> bool:
+    """Whether an answer only repeats the question: every word of the normalised answer is a word
+    of the normalised question, and the answer is not an exact match of the gold answer (an alias,
+    or the whole gold set). Such an answer earns no credit: "a cat or a dog" to "Which is bigger, a
+    cat or a dog?" would otherwise get F1 0.5 against "dog". yes/no answers are never echoes (their
+    verdict is scored, not their words)."""
+    kind = getattr(probe, "answer_type", None) or "single"
+    words = normalize_answer(pred).split()
+    if kind == "yes_no" or not words:
+        return False
+    asked = set(normalize_answer(question).split())
+    if not all(w in asked for w in words):
+        return False
+    return score_answer(pred, probe)[0] < 1.0
+
+
+def score_final(pred: str | None, question: str | None, probe: Any) -> tuple[float, float, bool]:
+    """``(em, f1, echo)``: :func:`score_answer`, except that an answer echoing the question scores 0."""
+    if echoes_question(pred, question, probe):
+        return 0.0, 0.0, True
+    em, f1 = score_answer(pred, probe)
+    return em, f1, False

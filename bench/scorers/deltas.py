@@ -1,0 +1,78 @@
+"""Deltas: each strategy's em and f1 minus the reference strategy's, paired by probe, with a 95%
+paired-bootstrap interval (:mod:`flarebench.bench.uncertainty`)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pandas as pd
+
+from flarebench.bench.scorers.registry import HIGHER, Column, Group, Scoring, scorer
+from flarebench.bench.uncertainty import paired_bootstrap
+
+_METRICS = ("em", "f1")
+_DOC = "{m} of this strategy minus {m} of the reference strategy (`delta_reference`), over the probes both answered"
+
+
+def reference_note(scoring: Scoring) -> str:
+    """What the delta columns compare with, or why they are empty."""
+    if scoring.reference in scoring.groups:
+        return (
+            f"delta columns: each strategy minus {scoring.reference}, paired bootstrap over the probes both "
+            "answered, 95% interval, 10,000 resamples, seed 0"
+        )
+    return f"delta columns: empty: the reference strategy {scoring.reference} is not in this run (--reference SPEC)"
+
+
+def _per_probe(g: Group, metric: str) -> pd.Series:
+    """A strategy's per-probe scores indexed by probe id (errors as 0)."""
+    values = g.scores(metric)
+    ids = g.rows["probe_id"] if "probe_id" in g.rows else pd.Series(range(len(g.rows)), index=g.rows.index)
+    return pd.Series(values.to_numpy(), index=ids.astype(str).to_numpy()).groupby(level=0, sort=False).last()
+
+
+@scorer(
+    Column(
+        "delta_reference",
+        "The reference strategy of the delta columns (--reference, default single_time); "
+        "empty when it is not in the run (the delta columns are then empty too).",
+    ),
+    Column("em_delta", _DOC.format(m="em") + " (the mean of the paired per-probe differences).", better=HIGHER),
+    Column(
+        "em_delta_lo",
+        "Lower end of the 95% paired-bootstrap interval of em_delta: probes resampled together "
+        "for both strategies, 10,000 resamples, numpy default_rng(0), 2.5th percentile.",
+        better=HIGHER,
+    ),
+    Column("em_delta_hi", "Upper end of that interval (97.5th percentile).", better=HIGHER),
+    Column("em_delta_sig", "True where the 95% interval of em_delta excludes 0."),
+    Column("f1_delta", _DOC.format(m="f1") + ".", better=HIGHER),
+    Column(
+        "f1_delta_lo", "Lower end of the 95% paired-bootstrap interval of f1_delta (as em_delta_lo).", better=HIGHER
+    ),
+    Column("f1_delta_hi", "Upper end of that interval.", better=HIGHER),
+    Column("f1_delta_sig", "True where the 95% interval of f1_delta excludes 0."),
+    order=120,
+    needs=_METRICS,
+    settings=reference_note,
+)
+def deltas(g: Group) -> dict[str, Any]:
+    """Over the probes both strategies answered; every column None when the reference did not run."""
+    reference = g.scoring.reference
+    if reference not in g.scoring.groups:
+        return {c.name: None for c in deltas.columns}
+    ref = Group(reference, g.scoring.groups[reference], g.scoring)
+    out: dict[str, Any] = {"delta_reference": reference}
+    for metric in _METRICS:
+        theirs, mine = _per_probe(ref, metric), _per_probe(g, metric)
+        common = [p for p in theirs.index if p in mine.index]
+        d = paired_bootstrap(mine[common].to_numpy(), theirs[common].to_numpy())
+        out.update(
+            {
+                f"{metric}_delta": d.delta,
+                f"{metric}_delta_lo": d.lo,
+                f"{metric}_delta_hi": d.hi,
+                f"{metric}_delta_sig": d.significant if d.n else None,
+            }
+        )
+    return out

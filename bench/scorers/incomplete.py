@@ -1,0 +1,78 @@
+"""Incomplete answers: why an answer never reached a final-answer statement, one reason per answer."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+import pandas as pd
+
+from flarebench.bench.answers import ABSTAINED, STATEMENT
+from flarebench.bench.scorers.registry import LOWER, Column, Group, scorer
+from flarebench.strategies.records import Trace
+
+#: The reasons, in the order of their summary columns ``incomplete_<reason>`` (row column ``incomplete``).
+INCOMPLETE_REASONS = ("token_cap", "step_cap", "no_answer", "abstain", "empty")
+
+
+def incomplete_reason(trace: Trace, rule: str) -> str | None:
+    """Why the answer never reached a final answer, or None when it did (or the probe errored).
+
+    One reason per answer, the first that applies: ``empty`` (no output at all), ``abstain`` (the
+    strategy abstained, or the answer says there is none: ``rule`` ``ABSTAINED``), ``token_cap`` /
+    ``step_cap`` (generation was cut by that cap before any final-answer statement), ``no_answer``
+    (the model stopped without one, stop_reason ``eos``, or any other ending without a statement; a
+    last-clause fallback answer is still this). An error is not an incomplete answer: it is counted
+    in ``errors`` only.
+    """
+    if trace.error or trace.stop_reason == "error":
+        return None
+    if not (trace.output or "").strip():
+        return "empty"
+    if trace.stop_reason == "abstain" or rule == ABSTAINED:
+        return "abstain"
+    if rule == STATEMENT:
+        return None
+    if trace.stop_reason in ("token_cap", "step_cap"):
+        return trace.stop_reason
+    return "no_answer"
+
+
+def incomplete_row(trace: Trace, probe: Any, row: Mapping[str, Any]) -> dict[str, Any]:
+    """``stop_reason`` as the trace recorded it, and ``incomplete``, the reason of
+    :func:`incomplete_reason` for the rule the answer scorer applied (``answer_rule``)."""
+    return {"stop_reason": trace.stop_reason, "incomplete": incomplete_reason(trace, row["answer_rule"])}
+
+
+_DOCS = {
+    "token_cap": "Share of probes cut by the token cap before a final-answer statement.",
+    "step_cap": "Share of probes cut by an iteration cap (e.g. IRCoT's max_steps) before a final-answer statement.",
+    "no_answer": "Share of probes whose output ended (the model stopped) without a final-answer "
+    "statement; an answer then read from the last clause (see em_lenient) still counts here.",
+    "abstain": "Share of probes where the strategy abstained (FLARE direct with abstain on) or the "
+    'answer declined to give one ("the answer is not in the documents", "cannot be determined", "no '
+    'information", "I don\'t know"): such an answer is not a stated answer and scores 0.',
+    "empty": "Share of probes with an empty output.",
+}
+
+
+@scorer(
+    Column(
+        "incomplete_rate",
+        "Share of probes, 0-1, whose answer never reached a final-answer statement: the sum "
+        "of the five incomplete_ columns (each answer has at most one reason). Errored probes are not "
+        "counted here (see errors).",
+        better=LOWER,
+    ),
+    *(Column(f"incomplete_{r}", _DOCS[r], better=LOWER) for r in INCOMPLETE_REASONS),
+    order=50,
+    per_probe=incomplete_row,
+)
+def incomplete(g: Group) -> dict[str, float]:
+    """Each reason's share of the probes; a probe that raised has none."""
+    n = len(g.rows)
+    # Rows made before the incomplete column existed: no reasons.
+    reasons = g.rows["incomplete"] if "incomplete" in g.rows else pd.Series([None] * n, index=g.rows.index)
+    reasons = reasons.where(reasons.notna() & ~g.failed, None)
+    shares = {f"incomplete_{r}": float((reasons == r).sum()) / n for r in INCOMPLETE_REASONS}
+    return {"incomplete_rate": sum(shares.values()), **shares}

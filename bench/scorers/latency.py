@@ -1,0 +1,39 @@
+"""Latency: the median and 95th percentile of wall time per question, as the runner measured it."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+import numpy as np
+
+from flarebench.bench.scorers.registry import LOWER, Column, Group, scorer
+from flarebench.strategies.records import Trace
+
+
+def latency_row(trace: Trace, probe: Any, row: Mapping[str, Any]) -> dict[str, float]:
+    """``latency_s``: the probe's wall time."""
+    return {"latency_s": float(trace.seconds)}
+
+
+@scorer(
+    Column(
+        "latency_p50_s",
+        "Median wall time per question in seconds, as measured by the runner (numpy percentile, linear interpolation).",
+        better=LOWER,
+    ),
+    # Seconds depend on the machine: the gate bounds latency by its ratio to a reference strategy
+    # of the same run (flarebench.bench.gate.RATIO_METRICS), not by these.
+    Column(
+        "latency_p95_s",
+        "95th percentile of wall time per question in seconds (numpy percentile, linear interpolation).",
+        better=LOWER,
+    ),
+    order=80,
+    per_probe=latency_row,
+    needs=("latency_s",),
+)
+def latency(g: Group) -> dict[str, float]:
+    """numpy's default percentile method (linear interpolation)."""
+    p50, p95 = np.percentile(g.rows["latency_s"].astype(float).to_numpy(), [50, 95])
+    return {"latency_p50_s": float(p50), "latency_p95_s": float(p95)}

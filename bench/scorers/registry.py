@@ -1,0 +1,256 @@
+"""The scorer registry: one declaration per metric, from which every list of columns is derived.
+
+A scorer is one function, registered with the :func:`scorer` decorator, that turns the per-probe
+rows of one strategy (a :class:`Group`) into that strategy's values of the summary columns it
+declares. Each :class:`Column` carries its definition (printed in summary.md and report.html and
+generated into the README's column table) and whether the regression gate may bound it: which way
+is better, and the default tolerance written into new baselines. A scorer may also add values to
+each probe's row (``per_probe``: a function of the trace, the probe and the row so far, so it may
+read the values of scorers ordered before it) and lines to the summary's notes::
+
+    @scorer(Column("answer_chars", "Mean characters of the scored answer.", better=None), order=25)
+    def answer_chars(g: Group) -> dict[str, float]:
+        return {"answer_chars": float(g.rows["answer"].fillna("").str.len().mean())}
+
+The scorers are the modules of this package, found and imported by :func:`load` (every module but
+this one and those whose names start with ``_``), so adding a metric is adding one module. They are
+ordered by their ``order``, which fixes the order of the summary columns, the row values and the
+notes. A scorer module imports neither :mod:`flarebench.bench.metrics`, :mod:`flarebench.bench.gate`
+nor :mod:`flarebench.bench.report`: those load the registry when they are imported.
+"""
+
+from __future__ import annotations
+
+import importlib
+import pkgutil
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
+from functools import cached_property
+from pathlib import Path
+from typing import Any
+
+import pandas as pd
+
+from flarebench.strategies.records import Trace
+
+__all__ = [
+    "HIGHER",
+    "LOWER",
+    "WORSE_KINDS",
+    "Column",
+    "Group",
+    "Scorer",
+    "ScorerError",
+    "Scoring",
+    "column_docs",
+    "column_table",
+    "columns",
+    "load",
+    "ratio",
+    "scorer",
+    "scorers",
+    "summary_columns",
+]
+
+#: ``Column.better``: a higher value is better (the gate bounds how far it may drop).
+HIGHER = "higher"
+#: ``Column.better``: a lower value is better (the gate bounds how far it may rise).
+LOWER = "lower"
+#: The tolerance kinds (see :data:`flarebench.bench.gate.KINDS`) that bound a metric on the side where
+#: it gets worse; the other side is an improvement, which never fails the gate.
+WORSE_KINDS: dict[str, tuple[str, ...]] = {HIGHER: ("max_drop", "max_drop_rel"), LOWER: ("max_rise", "max_rise_rel")}
+
+
+class ScorerError(ValueError):
+    """A declaration that contradicts itself or another scorer, or a scorer that returned a column it
+    does not declare."""
+
+
+@dataclass(frozen=True)
+class Column:
+    """One summary column: its name, its definition, and what the regression gate may do with it.
+
+    ``better`` is :data:`HIGHER` or :data:`LOWER` for a column the gate may bound, and None for one
+    it may not (text, flags, and what describes how a run was served rather than how a strategy
+    did). ``tolerance`` is the default bound written into every new baseline (``{kind: value}``,
+    kinds from :data:`WORSE_KINDS`); ``always_gated`` also applies it to baseline files whose
+    tolerances do not name the column (see :data:`flarebench.bench.gate.ALWAYS_GATED`).
+    """
+
+    name: str
+    doc: str
+    better: str | None = None
+    tolerance: Mapping[str, float] | None = None
+    always_gated: bool = False
+
+    def __post_init__(self) -> None:
+        if not self.doc:
+            raise ScorerError(f"column {self.name}: no definition")
+        if self.better not in (HIGHER, LOWER, None):
+            raise ScorerError(f"column {self.name}: better must be HIGHER, LOWER or None, got {self.better!r}")
+        if self.tolerance is not None:
+            if self.better is None:
+                raise ScorerError(f"column {self.name}: a default tolerance needs better=HIGHER or LOWER")
+            wrong = [k for k in self.tolerance if k not in WORSE_KINDS[self.better]]
+            if not self.tolerance or wrong:
+                raise ScorerError(
+                    f"column {self.name}: a {self.better}-is-better column is bounded by "
+                    f"{' or '.join(WORSE_KINDS[self.better])}, got {dict(self.tolerance)!r}"
+                )
+        if self.always_gated and self.tolerance is None:
+            raise ScorerError(f"column {self.name}: always_gated needs a default tolerance")
+
+
+@dataclass(frozen=True)
+class Scoring:
+    """What a summary is scored with besides one strategy's rows: every strategy's rows in summary
+    order (for columns that compare strategies), the price (a :class:`flarebench.bench.prices.Price`, or
+    None), the delta reference strategy, and the per-probe faithfulness rows
+    (:func:`flarebench.bench.faithfulness.faithfulness_rows`, or None when not computed)."""
+
+    groups: Mapping[str, pd.DataFrame]
+    price: Any = None
+    reference: str | None = None
+    faithfulness: Mapping[tuple[str, str], Mapping[str, Any]] | None = None
+
+
+@dataclass(frozen=True)
+class Group:
+    """One strategy's per-probe rows (:func:`flarebench.bench.metrics.probe_row` dicts), what a scorer
+    aggregates, with the run's :class:`Scoring`."""
+
+    strategy: str
+    rows: pd.DataFrame
+    scoring: Scoring
+
+    @cached_property
+    def failed(self) -> pd.Series:
+        """True on the rows whose probe raised an error."""
+        return self.rows["error"].notna() & (self.rows["error"].astype(str) != "")
+
+    def scores(self, column: str) -> pd.Series:
+        """``column`` as floats, 0 on failed rows: a probe that raised is a wrong answer, whatever
+        score its row carries (rows may be edited or loaded from elsewhere)."""
+        return self.rows[column].astype(float).where(~self.failed, 0.0)
+
+    def mean(self, column: str) -> float:
+        """The mean of ``column`` over every row, failed ones included."""
+        return float(self.rows[column].mean())
+
+
+def ratio(num: float, den: float) -> float:
+    """``num / den`` as a float; 0 when ``den`` is 0 (nothing to divide: no steps, no time, no calls)."""
+    return float(num) / float(den) if den else 0.0
+
+
+#: Per-probe values: (trace, probe, the row so far) -> {row column: value}.
+PerProbe = Callable[[Trace, Any, Mapping[str, Any]], Mapping[str, Any]]
+
+
+@dataclass(frozen=True)
+class Scorer:
+    """A registered scorer (see :func:`scorer`); calling it on a :class:`Group` gives its columns'
+    values for that strategy. A column it leaves out is empty (NaN) in the summary."""
+
+    name: str
+    order: int
+    columns: tuple[Column, ...]
+    summarize: Callable[[Group], Mapping[str, Any]]
+    per_probe: PerProbe | None = None
+    needs: tuple[str, ...] = ()
+    settings: Callable[[Scoring], str] | None = None
+    findings: Callable[[pd.DataFrame, Scoring], list[str]] | None = None
+
+    def __call__(self, group: Group) -> dict[str, Any]:
+        values = dict(self.summarize(group))
+        unknown = [c for c in values if c not in {col.name for col in self.columns}]
+        if unknown:
+            raise ScorerError(f"scorer {self.name} returned undeclared column(s): {', '.join(unknown)}")
+        return values
+
+
+_SCORERS: dict[str, Scorer] = {}
+_loaded = False
+
+
+def scorer(
+    *declared: Column,
+    order: int,
+    per_probe: PerProbe | None = None,
+    needs: Sequence[str] = (),
+    settings: Callable[[Scoring], str] | None = None,
+    findings: Callable[[pd.DataFrame, Scoring], list[str]] | None = None,
+) -> Callable[[Callable[[Group], Mapping[str, Any]]], Scorer]:
+    """Register the decorated function ``f(group) -> {column: value}`` as the scorer of ``declared``.
+
+    ``order`` places its columns in the summary (and its row values and notes) among the other
+    scorers'; no two scorers share one. ``per_probe`` adds values to each probe's row. ``needs``
+    names the row columns the function cannot do without (a summary of rows lacking one is refused
+    by name). ``settings(scoring)`` gives one note line saying what the columns were scored with (a
+    price, a reference); ``findings(summary, scoring)`` gives the lines a reader must not miss.
+    Settings notes come before findings, each in scorer order. The decorator returns the
+    :class:`Scorer`, named after the function.
+    """
+    if not declared:
+        raise ScorerError("a scorer declares at least one column")
+
+    def register(fn: Callable[[Group], Mapping[str, Any]]) -> Scorer:
+        name = fn.__name__
+        if name in _SCORERS:
+            raise ScorerError(f"scorer {name}: registered twice")
+        taken = {s.order: s.name for s in _SCORERS.values()}
+        if order in taken:
+            raise ScorerError(f"scorer {name}: order {order} is taken by {taken[order]}")
+        owner = {c.name: s.name for s in _SCORERS.values() for c in s.columns}
+        names = [c.name for c in declared]
+        clash = [f"{c} ({owner[c]})" for c in names if c in owner] + [c for c in names if names.count(c) > 1]
+        if clash:
+            raise ScorerError(f"scorer {name}: column(s) declared elsewhere: {', '.join(dict.fromkeys(clash))}")
+        _SCORERS[name] = Scorer(name, order, tuple(declared), fn, per_probe, tuple(needs), settings, findings)
+        return _SCORERS[name]
+
+    return register
+
+
+def load() -> None:
+    """Import every scorer module of this package once (their decorators register them)."""
+    global _loaded
+    if _loaded:
+        return
+    package = __name__.rpartition(".")[0]
+    for module in sorted(m.name for m in pkgutil.iter_modules([str(Path(__file__).parent)])):
+        if module != "registry" and not module.startswith("_"):
+            importlib.import_module(f"{package}.{module}")
+    _loaded = True
+
+
+def scorers() -> list[Scorer]:
+    """Every registered scorer, in order."""
+    load()
+    return sorted(_SCORERS.values(), key=lambda s: s.order)
+
+
+def columns() -> list[Column]:
+    """Every declared column, in summary order."""
+    return [c for s in scorers() for c in s.columns]
+
+
+def summary_columns() -> list[str]:
+    """The names of the summary columns, in order."""
+    return [c.name for c in columns()]
+
+
+def column_docs() -> dict[str, str]:
+    """Each summary column's definition, in summary order."""
+    return {c.name: c.doc for c in columns()}
+
+
+_GATE_CELL = {HIGHER: "higher is better", LOWER: "lower is better", None: "not gated"}
+
+
+def column_table() -> str:
+    """The Markdown table of every summary column, its definition and its gate direction: the
+    README's "What each number means" table (``python -m flarebench.bench.scorers --write``)."""
+    lines = ["| column | definition | gate |", "|---|---|---|"]
+    lines += [f"| `{c.name}` | {c.doc.replace('|', '&#124;')} | {_GATE_CELL[c.better]} |" for c in columns()]
+    return "\n".join(lines)
