@@ -23,6 +23,12 @@ Tolerances (:data:`KINDS`): a metric maps to one or more bounds, or to ``null`` 
 * ``max_rise``: the value may rise at most this much above the baseline (absolute).
 * ``max_rise_rel``: ... at most this share of the baseline value above it.
 
+Which metrics a tolerance may name, and on which side, comes from the scorers' declarations
+(:mod:`flarebench.bench.scorers`): a column declared higher-is-better takes drop bounds, a
+lower-is-better one rise bounds (an improvement never fails), and a column declared with no
+direction (text, flags, how the run was served) takes none. The default tolerances and
+:data:`ALWAYS_GATED` are declared there too; only the latency ratios are the gate's own.
+
 When a metric has both an absolute and a relative bound on the same side, the looser one applies.
 Metrics without an entry in the file's ``tolerances`` are not gated, except ``n`` (probes scored:
 may not drop) and ``errors`` (probes that raised: may not rise), which are gated by
@@ -48,6 +54,7 @@ from typing import Any
 
 from flarebench.bench.config import command_line, config_difference
 from flarebench.bench.metrics import SUMMARY_COLUMNS
+from flarebench.bench.scorers.registry import LOWER, WORSE_KINDS, columns
 
 VERSION = 1
 
@@ -57,29 +64,28 @@ DEFAULT_REFERENCE = "no_retrieval"
 #: The latency ratios the gate derives from the summary (spec latency / reference latency, same run).
 RATIO_METRICS = {"latency_p50_ratio": "latency_p50_s", "latency_p95_ratio": "latency_p95_s"}
 
-#: Every metric a baseline stores and a tolerance may name.
-METRICS: tuple[str, ...] = tuple(c for c in SUMMARY_COLUMNS if c != "strategy") + tuple(RATIO_METRICS)
+#: Which way each metric a tolerance may name is better (``higher`` or ``lower``): the summary
+#: columns their scorers declare with a direction, in summary order, then the latency ratios.
+DIRECTIONS: dict[str, str] = {
+    **{c.name: c.better for c in columns() if c.better is not None},
+    **dict.fromkeys(RATIO_METRICS, LOWER),
+}
+
+#: Every metric a tolerance may name.
+METRICS: tuple[str, ...] = tuple(DIRECTIONS)
 
 KINDS = ("max_drop", "max_drop_rel", "max_rise", "max_rise_rel")
 
-#: Gated in every baseline whose ``tolerances`` do not name them (``null`` switches one off): fewer
-#: probes scored, or more probes that raised, than the baseline means its other numbers are not
-#: comparable (an average over fewer probes can pass every bound).
-ALWAYS_GATED: dict[str, dict[str, float]] = {
-    "n": {"max_drop": 0},
-    "errors": {"max_rise": 0},
-}
+#: Gated in every baseline whose ``tolerances`` do not name them (``null`` switches one off): the
+#: columns declared ``always_gated`` (``n`` and ``errors``: fewer probes scored, or more probes that
+#: raised, than the baseline means its other numbers are not comparable).
+ALWAYS_GATED: dict[str, dict[str, float]] = {c.name: dict(c.tolerance) for c in columns() if c.always_gated}
 
-#: Default tolerances: they absorb the small cross-machine drift of docs/design.md (a few flipped probes
-#: on a probe set of ~50; a short smoke run stores looser ones in its own baseline).
+#: Default tolerances, written into every new baseline: those the scorers declare, then the latency
+#: ratio's. They absorb the small cross-machine drift of docs/design.md (a few flipped probes on a
+#: probe set of ~50; a short smoke run stores looser ones in its own baseline).
 DEFAULT_TOLERANCES: dict[str, dict[str, float] | None] = {
-    **ALWAYS_GATED,
-    "em": {"max_drop": 0.05},
-    "f1": {"max_drop": 0.05},
-    "retrievals_per_q": {"max_rise_rel": 0.10},
-    "lm_calls_per_q": {"max_rise_rel": 0.10},
-    "prompt_tokens_per_q": {"max_rise_rel": 0.10},
-    "completion_tokens_per_q": {"max_rise_rel": 0.10},
+    **{c.name: dict(c.tolerance) for c in columns() if c.tolerance is not None},
     "latency_p95_ratio": {"max_rise_rel": 0.25},
 }
 
@@ -113,9 +119,18 @@ def validate_tolerances(obj: Any, where: str = "tolerances") -> dict[str, dict[s
     out: dict[str, dict[str, float] | None] = {}
     for metric, bounds in obj.items():
         if metric not in METRICS:
-            raise GateError(f"{where}.{metric}: unknown metric; metrics: {', '.join(METRICS)}")
-        out[metric] = _bounds(bounds, f"{where}.{metric}")
+            raise GateError(f"{where}.{metric}: {_not_gateable(metric)}")
+        out[metric] = _bounds(bounds, f"{where}.{metric}", metric)
     return out
+
+
+def _not_gateable(metric: str) -> str:
+    """Why a tolerance may not name ``metric``, with the metrics it may name."""
+    if metric in SUMMARY_COLUMNS:
+        why = f"{metric!r} is not gateable (its scorer declares no better direction)"
+    else:
+        why = f"unknown metric {metric!r}"
+    return f"{why}; metrics: {', '.join(METRICS)}"
 
 
 def with_always_gated(tolerances: dict[str, dict[str, float] | None]) -> dict[str, dict[str, float] | None]:
@@ -125,15 +140,22 @@ def with_always_gated(tolerances: dict[str, dict[str, float] | None]) -> dict[st
     return {**missing, **tolerances}
 
 
-def _bounds(bounds: Any, where: str) -> dict[str, float] | None:
+def _bounds(bounds: Any, where: str, metric: str) -> dict[str, float] | None:
     if bounds is None:
         return None
     if not isinstance(bounds, dict) or not bounds:
         raise GateError(f"{where}: expected {{KIND: value}} or null, got {bounds!r}")
     clean: dict[str, float] = {}
+    worse = WORSE_KINDS[DIRECTIONS[metric]]
     for kind, value in bounds.items():
         if kind not in KINDS:
             raise GateError(f"{where}: unknown kind {kind!r}; kinds: {', '.join(KINDS)}")
+        if kind not in worse:
+            # A bound on the better side would fail an improvement.
+            raise GateError(
+                f"{where}: {kind} would fail an improvement: a {DIRECTIONS[metric]} {metric} is better; "
+                f"bound it with {' or '.join(worse)}"
+            )
         number = _number(value)
         if number is None or number < 0:
             raise GateError(f"{where}: {kind} must be a number >= 0, got {value!r}")
@@ -157,7 +179,7 @@ def apply_overrides(
         if not eq or not metric or not spec:
             raise GateError(f"{where}: expected METRIC=KIND:VALUE, METRIC=VALUE or METRIC=off")
         if metric not in METRICS:
-            raise GateError(f"{where}: unknown metric {metric!r}; metrics: {', '.join(METRICS)}")
+            raise GateError(f"{where}: {_not_gateable(metric)}")
         if spec.lower() in ("off", "none", "null"):
             out[metric] = None
             continue
@@ -166,7 +188,8 @@ def apply_overrides(
             if len(current) != 1:
                 raise GateError(
                     f"{where}: {metric} has {'no bound' if not current else 'several bounds'}; "
-                    f"name the kind, e.g. {metric}=max_drop:{spec} (kinds: {', '.join(KINDS)})"
+                    f"name the kind, e.g. {metric}={WORSE_KINDS[DIRECTIONS[metric]][0]}:{spec} "
+                    f"(kinds: {', '.join(WORSE_KINDS[DIRECTIONS[metric]])})"
                 )
             spec = f"{next(iter(current))}:{spec}"
         bounds: dict[str, Any] = {}
@@ -176,8 +199,26 @@ def apply_overrides(
                 bounds[kind.strip()] = float(raw) if colon else None
             except ValueError:
                 bounds[kind.strip()] = raw
-        out[metric] = _bounds(bounds, where)
+        out[metric] = _bounds(bounds, where, metric)
     return out
+
+
+def tolerance_table() -> str:
+    """The Markdown table of every metric a tolerance may name, which way it is better and its
+    default bound, then the summary columns no tolerance may name: docs/metrics.md's "Regression
+    gate" (written by ``python -m flarebench.bench.scorers --write``)."""
+
+    def default(metric: str) -> str:
+        bounds = DEFAULT_TOLERANCES.get(metric)
+        if not bounds:
+            return ""
+        text = ", ".join(f"`{kind}` {_fmt(value)}" for kind, value in bounds.items())
+        return text + (", even where a baseline's tolerances do not name it" if metric in ALWAYS_GATED else "")
+
+    lines = ["| metric | better | default bound |", "|---|---|---|"]
+    lines += [f"| `{metric}` | {better} | {default(metric)} |" for metric, better in DIRECTIONS.items()]
+    ungated = ", ".join(f"`{c}`" for c in SUMMARY_COLUMNS if c not in DIRECTIONS)
+    return "\n".join(lines) + f"\n\nNot gateable (text, flags, and how the run was served): {ungated}."
 
 
 # --------------------------------------------------------------------------------------------
@@ -259,16 +300,14 @@ def compare(
 
 
 def with_ratios(row: dict[str, Any], reference: dict[str, Any] | None) -> dict[str, float | None]:
-    """A summary row as gate metrics: every numeric summary column (NaN as None) plus the latency
-    ratios to ``reference`` (a summary row of the same run; None where it has no latency)."""
-    out: dict[str, float | None] = {}
-    for col in METRICS:
-        if col in RATIO_METRICS:
-            num = _number(row.get(RATIO_METRICS[col]))
-            den = _number((reference or {}).get(RATIO_METRICS[col]))
-            out[col] = num / den if num is not None and den else None
-        else:
-            out[col] = _number(row.get(col))
+    """A summary row as a baseline stores it: every summary column but the strategy (text, flags
+    and NaN as None; gateable or not, a baseline records the whole row) plus the latency ratios to
+    ``reference`` (a summary row of the same run; None where it has no latency)."""
+    out: dict[str, float | None] = {col: _number(row.get(col)) for col in SUMMARY_COLUMNS if col != "strategy"}
+    for col, latency in RATIO_METRICS.items():
+        num = _number(row.get(latency))
+        den = _number((reference or {}).get(latency))
+        out[col] = num / den if num is not None and den else None
     return out
 
 

@@ -17,6 +17,7 @@ import flarebench.bench.session
 from flarebench.bench import cli
 from flarebench.bench.config import config_difference
 from flarebench.bench.gate import (
+    ALWAYS_GATED,
     DEFAULT_TOLERANCES,
     GateError,
     Gating,
@@ -157,6 +158,37 @@ def test_tolerances_in_a_file_are_validated():
         validate_tolerances({"em": 0.05})
     with pytest.raises(GateError, match=r"tolerances\.em: max_drop must be a number >= 0, got True"):
         validate_tolerances({"em": {"max_drop": True}})
+
+
+def test_a_bound_must_hold_the_side_where_a_metric_gets_worse():
+    # The directions come from the scorers' declarations: an improvement never fails.
+    for bad, message in [
+        ("em=max_rise:0.1", "max_rise would fail an improvement: a higher em is better; bound it with max_drop"),
+        ("lm_calls_per_q=max_drop_rel:0.1", "a lower lm_calls_per_q is better; bound it with max_rise or max_rise_rel"),
+        ("cached_share=max_rise:1", "'cached_share' is not gateable"),
+        ("latency_p50_s=0.2", "e.g. latency_p50_s=max_rise:0.2 (kinds: max_rise, max_rise_rel)"),
+    ]:
+        with pytest.raises(GateError, match=message.replace(".", r"\.").replace("(", r"\(").replace(")", r"\)")):
+            apply_overrides(DEFAULT_TOLERANCES, [bad])
+    with pytest.raises(GateError, match=r"tolerances\.delta_reference: 'delta_reference' is not gateable"):
+        validate_tolerances({"delta_reference": None})
+    with pytest.raises(GateError, match=r"tolerances\.latency_p95_ratio: max_drop would fail an improvement"):
+        validate_tolerances({"latency_p95_ratio": {"max_drop": 1}})
+
+
+def test_the_default_tolerances_declared_by_the_scorers():
+    assert list(DEFAULT_TOLERANCES.items()) == [
+        ("n", {"max_drop": 0}),
+        ("errors", {"max_rise": 0}),
+        ("em", {"max_drop": 0.05}),
+        ("f1", {"max_drop": 0.05}),
+        ("retrievals_per_q", {"max_rise_rel": 0.10}),
+        ("lm_calls_per_q", {"max_rise_rel": 0.10}),
+        ("prompt_tokens_per_q", {"max_rise_rel": 0.10}),
+        ("completion_tokens_per_q", {"max_rise_rel": 0.10}),
+        ("latency_p95_ratio", {"max_rise_rel": 0.25}),
+    ]
+    assert ALWAYS_GATED == {"n": {"max_drop": 0}, "errors": {"max_rise": 0}}
 
 
 def _fingerprint(k=3, source="phantomwiki", limit=3):
