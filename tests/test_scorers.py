@@ -1,0 +1,182 @@
+"""The scorer registry (bench/scorers/): declarations are checked when made, the summary, the gate,
+the report's definitions and the generated tables all follow them, and a new scorer module is all
+it takes to add a metric."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import pandas as pd
+import pytest
+
+from flarebench.bench import gate, metrics
+from flarebench.bench.scorers import registry
+from flarebench.bench.scorers.__main__ import spliced, stale
+from flarebench.bench.scorers.registry import HIGHER, LOWER, Column, Group, ScorerError, Scoring, scorer
+from tests.test_imports import _cycle, _imports, _modules
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+@pytest.fixture
+def isolated_scorers(monkeypatch):
+    """Scorers a test registers are gone when it ends."""
+    registry.load()  # the built-ins are registered first, and stay
+    monkeypatch.setattr(registry, "_SCORERS", dict(registry._SCORERS))
+
+
+def test_the_generated_tables_are_current():
+    assert stale() == [], "run: python -m flarebench.bench.scorers --write"
+
+
+def test_a_generated_block_is_replaced_whole_and_needs_its_markers():
+    begin = "<!-- generated: t (python -m flarebench.bench.scorers --write; edit bench/scorers/, not here) -->"
+    text = f"intro\n\n{begin}\n\n| old |\n\n<!-- end generated: t -->\n\nafter\n"
+    new = spliced(text, "t", "| new |")
+    assert new == f"intro\n\n{begin}\n\n| new |\n\n<!-- end generated: t -->\n\nafter\n"
+    assert spliced(new, "t", "| new |") == new
+    with pytest.raises(ValueError, match="no generated block 'u'"):
+        spliced(text, "u", "| new |")
+
+
+def test_everything_derived_follows_the_declarations():
+    declared = registry.columns()
+    assert metrics.SUMMARY_COLUMNS == [c.name for c in declared]
+    assert metrics.COLUMN_DOCS == {c.name: c.doc for c in declared}
+    gateable = [c.name for c in declared if c.better is not None]
+    assert list(gate.METRICS) == gateable + list(gate.RATIO_METRICS)
+    assert {c.name: dict(c.tolerance) for c in declared if c.always_gated} == gate.ALWAYS_GATED
+    table = registry.column_table().splitlines()
+    assert [line.split("`")[1] for line in table[2:]] == metrics.SUMMARY_COLUMNS
+
+
+def test_declarations_that_contradict_themselves_are_refused():
+    with pytest.raises(ScorerError, match="no definition"):
+        Column("x", "")
+    with pytest.raises(ScorerError, match="better must be HIGHER, LOWER or None"):
+        Column("x", "doc", better="up")
+    with pytest.raises(ScorerError, match="a default tolerance needs better=HIGHER or LOWER"):
+        Column("x", "doc", tolerance={"max_drop": 0.1})
+    with pytest.raises(ScorerError, match="a higher-is-better column is bounded by max_drop or max_drop_rel"):
+        Column("x", "doc", better=HIGHER, tolerance={"max_rise": 0.1})
+    with pytest.raises(ScorerError, match="always_gated needs a default tolerance"):
+        Column("x", "doc", better=LOWER, always_gated=True)
+    with pytest.raises(ScorerError, match="at least one column"):
+        scorer(order=999)
+
+
+def test_registration_refuses_a_taken_name_order_or_column(isolated_scorers):
+    def em_again(g):
+        return {}
+
+    with pytest.raises(ScorerError, match=r"column\(s\) declared elsewhere: em \(answer\)"):
+        scorer(Column("em", "doc"), order=999)(em_again)
+    with pytest.raises(ScorerError, match="order 20 is taken by answer"):
+        scorer(Column("fresh", "doc"), order=20)(em_again)
+
+    def answer(g):
+        return {}
+
+    with pytest.raises(ScorerError, match="scorer answer: registered twice"):
+        scorer(Column("fresh", "doc"), order=999)(answer)
+
+
+def test_a_scorer_may_not_return_an_undeclared_column(isolated_scorers):
+    @scorer(Column("mine", "doc"), order=999)
+    def sloppy(g):
+        return {"mine": 1.0, "theirs": 2.0}
+
+    rows = pd.DataFrame({"strategy": ["s"], "error": [None]})
+    with pytest.raises(ScorerError, match=r"scorer sloppy returned undeclared column\(s\): theirs"):
+        sloppy(Group("s", rows, Scoring(groups={"s": rows})))
+
+
+def test_notes_are_settings_first_then_findings_each_in_scorer_order():
+    rows = pd.DataFrame([metrics.probe_row(_trace(cached=True), _Probe())])
+    notes = metrics.summarize(rows, reference="nowhere").attrs["notes"]
+    assert [n.split(":")[0] for n in notes] == ["cost_per_q", "delta columns", "warm run"]
+
+
+def test_no_scorer_module_imports_back_what_loads_the_registry():
+    # metrics and gate load the registry when imported, and load() imports every scorer module by
+    # name, which the static import graph cannot see: add those edges, so that a scorer importing
+    # metrics, gate or anything importing them (a cycle at run time) fails here.
+    modules = _modules()
+    graph = {name: _imports(path, modules) for name, path in modules.items()}
+    package = "flarebench.bench.scorers"
+    found = {m for m in modules if m.rpartition(".")[0] == package and not m.rpartition(".")[2].startswith("_")}
+    for loader in ("flarebench.bench.metrics", "flarebench.bench.gate"):
+        graph[loader] |= found - {f"{package}.registry"}
+    assert _cycle(graph) is None, " -> ".join(_cycle(graph))
+
+
+# A metric added the way CONTRIBUTING.md says, registered before the harness imports (as load() would
+# find a new module): it reaches the summary, the definitions, the gate and the generated tables.
+_NEW_METRIC = """
+import json, types
+from flarebench.bench.scorers.registry import LOWER, Column, scorer
+
+@scorer(Column("answer_chars", "Mean characters of the scored answer.", better=LOWER,
+               tolerance={"max_rise_rel": 0.5}), order=25)
+def answer_chars(g):
+    return {"answer_chars": float(g.rows["answer"].fillna("").str.len().mean())}
+
+import pandas as pd
+from flarebench.bench import gate, metrics
+from flarebench.bench.scorers.registry import column_table
+from flarebench.strategies.records import Trace
+
+probe = types.SimpleNamespace(id="p1", question="Capital of France?", answers=["Paris"])
+trace = Trace(question=probe.question, output="So the answer is Paris.", answer="Paris", stop_reason="answer",
+              probe_id="p1", strategy="s")
+rows = pd.DataFrame([metrics.probe_row(trace, probe)])
+cols = metrics.SUMMARY_COLUMNS
+print(json.dumps({
+    "after": cols[cols.index("answer_chars") - 1],
+    "doc": metrics.COLUMN_DOCS["answer_chars"],
+    "value": float(metrics.summarize(rows).iloc[0]["answer_chars"]),
+    "direction": gate.DIRECTIONS["answer_chars"],
+    "default": gate.DEFAULT_TOLERANCES["answer_chars"],
+    "readme": [line for line in column_table().splitlines() if "answer_chars" in line],
+    "gate_table": [line for line in gate.tolerance_table().splitlines() if "answer_chars" in line],
+}))
+"""
+
+
+def test_a_new_scorer_reaches_the_summary_the_gate_and_the_tables():
+    done = subprocess.run([sys.executable, "-c", _NEW_METRIC], cwd=ROOT, capture_output=True, text=True, timeout=120)
+    assert done.returncode == 0, done.stderr
+    out = json.loads(done.stdout)
+    assert out["after"] == "f1_lenient" and out["doc"] == "Mean characters of the scored answer."
+    assert out["value"] == 5.0
+    assert out["direction"] == "lower" and out["default"] == {"max_rise_rel": 0.5}
+    assert out["readme"] == ["| `answer_chars` | Mean characters of the scored answer. | lower is better |"]
+    assert out["gate_table"] == ["| `answer_chars` | lower | `max_rise_rel` 0.5 |"]
+
+
+class _Probe:
+    id = "p1"
+    question = "Capital of France?"
+    answers = ("Paris",)
+    answer_type = "single"
+    gold_doc_ids = ()
+    metadata: dict = {}
+
+
+def _trace(cached: bool):
+    from flarebench.strategies.records import LMCall, Step, Trace
+
+    call = LMCall("generate", 10, 4, 2, "x", "stop", 0.1, cached=cached)
+    return Trace(
+        question=_Probe.question,
+        output="So the answer is Paris.",
+        answer="Paris",
+        stop_reason="answer",
+        steps=[Step("s", lm_calls=[call])],
+        probe_id="p1",
+        strategy="s",
+        seconds=0.2,
+    )
