@@ -1,7 +1,8 @@
 """The committed example runs (reports/examples/) rescore to the very files committed beside them:
 `flarebench report RUN_DIR` recomputes summary.csv, summary.md and report.html from run.json and
 traces.jsonl alone, and a change to scoring, column definitions or the report that alters any byte
-of them shows here (on purpose: remake the examples as CONTRIBUTING.md says; by accident: a bug)."""
+of them shows here: a bug, or (a new metric, a changed definition) a change to commit with the
+examples rescored, as CONTRIBUTING.md says."""
 
 from __future__ import annotations
 
@@ -27,4 +28,7 @@ def test_an_example_run_rescores_byte_for_byte(tmp_path, example):
     code, out, err = run_cli("report", str(run_dir))
     assert code == 0, out + err
     changed = [name for name in DERIVED if (run_dir / name).read_bytes() != (committed / name).read_bytes()]
-    assert changed == [], f"{example}: rescoring changed {', '.join(changed)}"
+    assert changed == [], (
+        f"{example}: rescoring changed {', '.join(changed)}; if that is meant, rescore the example "
+        f"(python -m flarebench report reports/examples/{example}: no model) and commit it"
+    )
