@@ -114,15 +114,16 @@ def test_no_scorer_module_imports_back_what_loads_the_registry():
 
 
 # A metric added the way CONTRIBUTING.md says, registered before the harness imports (as load() would
-# find a new module): it reaches the summary, the definitions, the gate and the generated tables.
+# find a new module): it reaches the summary, the definitions, the gate and the generated tables. Its
+# name and order are chosen to collide with no real scorer.
 _NEW_METRIC = """
 import json, types
 from flarebench.bench.scorers.registry import LOWER, Column, scorer
 
-@scorer(Column("answer_chars", "Mean characters of the scored answer.", better=LOWER,
-               tolerance={"max_rise_rel": 0.5}), order=25)
-def answer_chars(g):
-    return {"answer_chars": float(g.rows["answer"].fillna("").str.len().mean())}
+@scorer(Column("test_chars", "Mean characters of the scored answer.", better=LOWER,
+               tolerance={"max_rise_rel": 0.5}), order=10**9)
+def test_chars(g):
+    return {"test_chars": float(g.rows["answer"].fillna("").str.len().mean())}
 
 import pandas as pd
 from flarebench.bench import gate, metrics
@@ -135,13 +136,13 @@ trace = Trace(question=probe.question, output="So the answer is Paris.", answer=
 rows = pd.DataFrame([metrics.probe_row(trace, probe)])
 cols = metrics.SUMMARY_COLUMNS
 print(json.dumps({
-    "after": cols[cols.index("answer_chars") - 1],
-    "doc": metrics.COLUMN_DOCS["answer_chars"],
-    "value": float(metrics.summarize(rows).iloc[0]["answer_chars"]),
-    "direction": gate.DIRECTIONS["answer_chars"],
-    "default": gate.DEFAULT_TOLERANCES["answer_chars"],
-    "readme": [line for line in column_table().splitlines() if "answer_chars" in line],
-    "gate_table": [line for line in gate.tolerance_table().splitlines() if "answer_chars" in line],
+    "last": cols[-1],
+    "doc": metrics.COLUMN_DOCS["test_chars"],
+    "value": float(metrics.summarize(rows).iloc[0]["test_chars"]),
+    "direction": gate.DIRECTIONS["test_chars"],
+    "default": gate.DEFAULT_TOLERANCES["test_chars"],
+    "readme": [line for line in column_table().splitlines() if "test_chars" in line],
+    "gate_table": [line for line in gate.tolerance_table().splitlines() if "test_chars" in line],
 }))
 """
 
@@ -150,11 +151,11 @@ def test_a_new_scorer_reaches_the_summary_the_gate_and_the_tables():
     done = subprocess.run([sys.executable, "-c", _NEW_METRIC], cwd=ROOT, capture_output=True, text=True, timeout=120)
     assert done.returncode == 0, done.stderr
     out = json.loads(done.stdout)
-    assert out["after"] == "f1_lenient" and out["doc"] == "Mean characters of the scored answer."
+    assert out["last"] == "test_chars" and out["doc"] == "Mean characters of the scored answer."
     assert out["value"] == 5.0
     assert out["direction"] == "lower" and out["default"] == {"max_rise_rel": 0.5}
-    assert out["readme"] == ["| `answer_chars` | Mean characters of the scored answer. | lower is better |"]
-    assert out["gate_table"] == ["| `answer_chars` | lower | `max_rise_rel` 0.5 |"]
+    assert out["readme"] == ["| `test_chars` | Mean characters of the scored answer. | lower is better |"]
+    assert out["gate_table"] == ["| `test_chars` | lower | `max_rise_rel` 0.5 |"]
 
 
 class _Probe:
