@@ -351,6 +351,7 @@ def _is_parse_failure(exc: BaseException) -> bool:
 
     seen: set[int] = set()
     e: BaseException | None = exc
+    from_instructor = False
     while e is not None and id(e) not in seen:
         seen.add(id(e))
         mod = type(e).__module__ or ""
@@ -358,13 +359,11 @@ def _is_parse_failure(exc: BaseException) -> bool:
             return False  # transport or HTTP status errors
         if isinstance(e, (pydantic.ValidationError, json.JSONDecodeError)):
             return True
-        if mod.startswith("instructor"):
-            # InstructorRetryException wraps the last error; look inside before deciding.
-            inner = getattr(e, "__cause__", None) or getattr(e, "__context__", None)
-            if inner is None or not (type(inner).__module__ or "").startswith("openai"):
-                return True
+        # InstructorRetryException wraps the last error (instructor 1.12 through tenacity's
+        # RetryError): look all the way inside before deciding.
+        from_instructor = from_instructor or mod.startswith("instructor")
         e = e.__cause__ or e.__context__
-    return False
+    return from_instructor
 
 
 class _RagasScorer:

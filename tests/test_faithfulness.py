@@ -303,6 +303,33 @@ def test_unreachable_judge_is_an_error_not_a_parse_failure():
     assert SECRET not in str(info.value)
 
 
+def test_an_error_is_sorted_by_what_instructors_retry_wraps():
+    """instructor 1.3 puts the last error right under its InstructorRetryException; 1.12 puts
+    tenacity's RetryError between them. Either way a transport error is an error, a reply that
+    does not validate a parse failure."""
+    import httpx
+    import openai
+    import pydantic
+    from flarebench.bench.faithfulness import _is_parse_failure
+
+    def wrapped(inner: BaseException, *modules: str) -> BaseException:
+        for module in modules:
+            outer = type("Wrapper", (Exception,), {"__module__": module})()
+            outer.__cause__, inner = inner, outer
+        return inner
+
+    try:
+        pydantic.TypeAdapter(int).validate_python("not a number")
+    except pydantic.ValidationError as e:
+        invalid = e
+    unreachable = openai.APIConnectionError(request=httpx.Request("POST", "http://127.0.0.1:9/v1"))
+    for between in ([], ["tenacity"]):
+        assert not _is_parse_failure(wrapped(unreachable, *between, "instructor.core.exceptions"))
+        assert _is_parse_failure(wrapped(invalid, *between, "instructor.core.exceptions"))
+    assert _is_parse_failure(wrapped(ValueError("no statements"), "instructor.core.exceptions"))
+    assert not _is_parse_failure(ValueError("a bug"))
+
+
 class _FakeJudge:
     """A minimal OpenAI-compatible /v1/chat/completions endpoint with scripted replies, to pin down
     the accounting of the ragas path without a model: ``mode`` "good" answers in the requested
