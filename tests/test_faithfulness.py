@@ -310,6 +310,7 @@ def test_an_error_is_sorted_by_what_instructors_retry_wraps():
     import httpx
     import openai
     import pydantic
+
     from flarebench.bench.faithfulness import _is_parse_failure
 
     def wrapped(inner: BaseException, *modules: str) -> BaseException:

@@ -316,7 +316,7 @@ class OracleLM(ScriptedLM):
     def __init__(self):
         super().__init__([""])
         self.right: set[str] = set()
-        self.delay = 0.1
+        self.delay = 0.03
         self.open_book_delay = 0.0
         from flarebench.probes.load import load_probe_set
 
@@ -429,11 +429,11 @@ def test_a_stricter_baseline_fails_with_one_line_per_broken_metric(tmp_path, ora
 def test_latency_is_gated_as_a_ratio_to_the_reference(tmp_path, oracle):
     baseline = _save(tmp_path)
     # A uniformly slower machine: both strategies slow down, the ratio holds.
-    oracle.delay = 0.25
+    oracle.delay = 0.075
     code, out, err = run_cli("--limit", "3", "--report-dir", str(tmp_path / "slow"), "--gate", str(baseline))
     assert code == 0, out + err
     # single_time alone gets slower: its ratio to no_retrieval rises beyond 25%.
-    oracle.delay, oracle.open_book_delay = 0.1, 0.1
+    oracle.delay, oracle.open_book_delay = 0.03, 0.03
     code, out, err = run_cli("--limit", "3", "--report-dir", str(tmp_path / "slower"), "--gate", str(baseline))
     assert code == 1
     assert "  latency_p95_ratio: baseline " in err and "(max_rise_rel 0.25)" in err
@@ -505,7 +505,10 @@ def test_pytest_bench_gate_fails_the_breaking_strategys_test(pytester, tmp_path,
     assert "Traceback" not in out
 
 
-def test_pytest_bench_saves_a_baseline_and_feeds_pytest_benchmark(pytester, tmp_path, oracle):
+def test_pytest_bench_saves_a_baseline_and_feeds_pytest_benchmark(pytester, tmp_path, oracle, monkeypatch):
+    # Under pytest-xdist (the inner loop's -n 2) pytest-benchmark sees this variable and turns
+    # itself off in the inner run too; that run is no xdist worker.
+    monkeypatch.delenv("PYTEST_XDIST_WORKER", raising=False)
     baseline = tmp_path / "b.json"
     bench_json = tmp_path / "bench.json"
     result = _pytest_bench(
@@ -591,34 +594,7 @@ def test_gate_end_to_end_with_the_model(tmp_path):
     assert gated.returncode == 0, gated.stdout + gated.stderr
     assert "2 passed" in gated.stdout and "1 passed, 0 broken" in gated.stdout
 
-    # A stricter baseline fails single_time's test with the right lines; so does the console script.
-    st = doc["metrics"]["single_time"]
-    em, calls = st["em"], st["lm_calls_per_q"]
-    st["em"], st["lm_calls_per_q"] = em + 0.5, calls / 2
-    baseline.write_text(json.dumps(doc))
-    strict = sh(
-        *common, "--report-dir", str(tmp_path / "c"), "--gate", str(baseline), "--tolerance", "latency_p95_ratio=off"
-    )
-    assert strict.returncode == 1 and "1 failed, 1 passed" in strict.stdout
-    assert f"em: baseline {em + 0.5:.6g}, new {em:.6g}, allowed >= {em + 0.45:.6g} (max_drop 0.05)" in strict.stdout
-    assert (
-        f"lm_calls_per_q: baseline {calls / 2:.6g}, new {calls:.6g}, allowed <= {calls / 2 * 1.1:.6g}" in strict.stdout
-    )
-    console = sh(
-        *("-m", "flarebench", "run", "--limit", "2", "--report-dir", str(tmp_path / "d"), "--gate", str(baseline)),
-        *("--tolerance", "latency_p95_ratio=off"),
-    )
-    assert console.returncode == 1 and "single_time breaks the gate" in console.stderr
-
-    # Another configuration is refused, naming the field, and accepted when asked.
-    other = [*common[:-1], "1", "--gate", str(baseline), "--tolerance", "em=off", "--tolerance", "lm_calls_per_q=off"]
-    refused = sh(*other, "--report-dir", str(tmp_path / "e"))
-    assert (
-        refused.returncode == 2
-        and "different configuration: probes.limit (was 2, now 1)" in refused.stdout + refused.stderr
-    )
-    across = sh(
-        *other, "--report-dir", str(tmp_path / "f"), "--gate-across-configs", "--tolerance", "latency_p95_ratio=off"
-    )
-    assert across.returncode in (0, 1), across.stdout + across.stderr  # compared, not refused
-    assert "gate across configurations; first difference: probes.limit (was 2, now 1)" in across.stdout
+    # What breaks a gate, the console script's gate and other configurations are tested with a
+    # scripted LM above (test_pytest_bench_gate_fails_the_breaking_strategys_test,
+    # test_console_script_saves_a_baseline_and_gates_against_it,
+    # test_a_different_configuration_is_refused_unless_asked): only the real model's runs are here.

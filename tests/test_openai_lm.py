@@ -595,7 +595,7 @@ def test_an_endpoint_down_at_start_is_one_line_and_exit_3(tmp_path):
 # ------------------------------------------------------------------------------------------
 
 #: Probes of the reference runs (single_time and flare_direct on the first LIMIT probes).
-LIMIT = "3"
+LIMIT = "2"
 #: (strategy, probe) answers that may differ between the server and the in-process backend: none.
 #: Both tokenize the whole prompt (the in-process backend reuses the static prefix's state only up
 #: to the last token the two tokenizations share), so they see the same tokens; what remains is
