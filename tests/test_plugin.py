@@ -28,7 +28,7 @@ def test_pytest_bench_runs_resumes_and_refuses(tmp_path):
         "--strategy",
         "single_time:k=2",
         "--limit",
-        "2",
+        "1",
         "--report-dir",
         str(run_dir),
     ]
@@ -39,14 +39,14 @@ def test_pytest_bench_runs_resumes_and_refuses(tmp_path):
     assert "[1/2] no_retrieval: 100%" in first.stderr + first.stdout  # progress bar shown live
     assert f"report: {run_dir / 'report.html'}" in first.stdout and (run_dir / "report.html").is_file()
     traces = (run_dir / "traces.jsonl").read_text().splitlines()
-    assert len(traces) == 4
+    assert len(traces) == 2
     assert json.loads((run_dir / "run.json").read_text())["status"] == "complete"
 
     again = sh(*args)  # same configuration: resumed, nothing run twice
     assert again.returncode == 0, again.stdout + again.stderr
     assert (run_dir / "traces.jsonl").read_text().splitlines() == traces
 
-    other = sh(*args[:-4], "--limit", "2", "--report-dir", str(run_dir), "--strategy", "single_time:k=4")
+    other = sh(*args[:-4], "--limit", "1", "--report-dir", str(run_dir), "--strategy", "single_time:k=4")
     assert other.returncode != 0
     assert "different configuration: strategies" in other.stdout + other.stderr
     assert "Traceback" not in other.stdout + other.stderr
