@@ -15,7 +15,7 @@ import shlex
 import sys
 from pathlib import Path
 
-from flarebench.bench.options import RUN_OPTIONS
+from flarebench.bench.options import DEFAULTS_NOTE, RUN_OPTIONS
 from flarebench.bench.runner import RESUME_HINT
 from flarebench.strategies.lm import LMUnavailable
 
@@ -290,6 +290,7 @@ def _init(args: argparse.Namespace) -> int:
 
 def _add_run_options(parser: argparse.ArgumentParser, helps: dict[str, str] | None = None) -> None:
     """The run options, with ``helps`` replacing the help text of some (by flag)."""
+    parser.epilog = DEFAULTS_NOTE
     for opt in RUN_OPTIONS:
         kwargs = opt.argparse_kwargs()
         kwargs["help"] = (helps or {}).get(opt.flag, kwargs["help"])

@@ -7,6 +7,12 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
+#: Said under the options in both --help texts: where their defaults can be set.
+DEFAULTS_NOTE = (
+    "Any option's default can be set in flarebench.toml or in [tool.flarebench] of pyproject.toml (the nearest "
+    "from the current folder upwards), under its name without --; the command line wins."
+)
+
 
 @dataclass(frozen=True)
 class Option:

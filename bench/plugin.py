@@ -23,7 +23,7 @@ from pathlib import Path
 
 import pytest
 
-from flarebench.bench.options import RUN_OPTIONS
+from flarebench.bench.options import DEFAULTS_NOTE, RUN_OPTIONS
 
 #: The name users give pytest for the bench (``pytest bench ...``).
 BENCH_ARG = "bench"
@@ -37,7 +37,7 @@ _GATE_OPTIONS = ("gate", "save_baseline", "tolerance", "gate_across_configs")
 
 
 def pytest_addoption(parser: pytest.Parser) -> None:
-    group = parser.getgroup("flarebench", "flarebench: benchmark retrieval strategies")
+    group = parser.getgroup("flarebench", f"flarebench: benchmark retrieval strategies. {DEFAULTS_NOTE}")
     for opt in RUN_OPTIONS:
         group.addoption(opt.flag, **opt.argparse_kwargs())
 
