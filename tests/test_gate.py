@@ -316,7 +316,7 @@ class OracleLM(ScriptedLM):
     def __init__(self):
         super().__init__([""])
         self.right: set[str] = set()
-        self.delay = 0.03
+        self.delay = 0.1
         self.open_book_delay = 0.0
         from flarebench.probes.load import load_probe_set
 
@@ -429,11 +429,11 @@ def test_a_stricter_baseline_fails_with_one_line_per_broken_metric(tmp_path, ora
 def test_latency_is_gated_as_a_ratio_to_the_reference(tmp_path, oracle):
     baseline = _save(tmp_path)
     # A uniformly slower machine: both strategies slow down, the ratio holds.
-    oracle.delay = 0.075
+    oracle.delay = 0.25
     code, out, err = run_cli("--limit", "3", "--report-dir", str(tmp_path / "slow"), "--gate", str(baseline))
     assert code == 0, out + err
     # single_time alone gets slower: its ratio to no_retrieval rises beyond 25%.
-    oracle.delay, oracle.open_book_delay = 0.03, 0.03
+    oracle.delay, oracle.open_book_delay = 0.1, 0.1
     code, out, err = run_cli("--limit", "3", "--report-dir", str(tmp_path / "slower"), "--gate", str(baseline))
     assert code == 1
     assert "  latency_p95_ratio: baseline " in err and "(max_rise_rel 0.25)" in err
