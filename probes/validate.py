@@ -159,7 +159,17 @@ def _check_fact(
             if gold is not None and doc_id not in gold:
                 problems.append(f"{path}:{n}: {where}.doc_ids[{j}]: '{doc_id}' is not in the probe's gold_doc_ids")
     wrong = fact.get("wrong_values", [])
-    if _check_str_list(path, n, f"{where}.wrong_values", wrong, problems, False) and aliases_ok:
+    wrong_ok = _check_str_list(path, n, f"{where}.wrong_values", wrong, problems, False)
+    for key, values in (
+        ("answers", fact.get("answers") if aliases_ok else []),
+        ("wrong_values", wrong if wrong_ok else []),
+    ):
+        for j, value in enumerate(values):  # a value is matched on its letters and digits
+            if not any(ch.isalnum() for ch in value):
+                problems.append(
+                    f"{path}:{n}: {where}.{key}[{j}]: '{value}' has no letter or digit: it can never be matched"
+                )
+    if wrong_ok and aliases_ok:
         aliases = {a.strip().lower() for a in fact["answers"]}
         for j, value in enumerate(wrong):
             if value.strip().lower() in aliases:

@@ -394,6 +394,14 @@ def test_a_long_probe_is_valid_without_answers_or_with_empty_ones(tmp_path):
             "required_facts[0].wrong_values: expected a list of strings, got string",
         ),
         (
+            {"required_facts": [{**FACT, "wrong_values": ["--"]}]},
+            "required_facts[0].wrong_values[0]: '--' has no letter or digit: it can never be matched",
+        ),
+        (
+            {"required_facts": [{**FACT, "answers": ["painter", "..."]}]},
+            "required_facts[0].answers[1]: '...' has no letter or digit: it can never be matched",
+        ),
+        (
             {"required_facts": [{**FACT, "wrong_values": ["Painter"]}]},
             "required_facts[0].wrong_values[0]: 'Painter' is also an alias in answers",
         ),
