@@ -22,14 +22,17 @@ __all__ = [
     "STATEMENT",
     "echoes_question",
     "exact_match",
+    "fact_check",
     "final_answer",
     "last_clause",
     "normalize_answer",
+    "normalize_value",
     "score_answer",
     "score_final",
     "set_exact_match",
     "set_f1",
     "split_items",
+    "states_value",
     "to_yes_no",
     "token_f1",
 ]
@@ -195,15 +198,62 @@ def _gold_yes_no(answers: Iterable[str] | str) -> str:
     raise ValueError(f"yes_no probe has no yes/no gold answer: {answers!r}")
 
 
+# --------------------------------------------------------------------------------------------
+# Long answers: required facts stated in the text
+# --------------------------------------------------------------------------------------------
+
+# A dot between two digits is part of a value ("4.1", "4.12.0", "3.5"), not punctuation: it is kept
+# as this joiner (not ASCII punctuation, so normalisation keeps it), so that "4.1.0" and "4.10" stay
+# different and "4.1" is not a whole value inside "4.12.0".
+_VALUE_DOT = re.compile(r"(?<=\d)\.(?=\d)")
+_JOINER = "\u00b7"
+
+
+def normalize_value(s: str | None) -> str:
+    """:func:`normalize_answer`, except that a dot between two digits is kept (as a middle dot):
+    ``"Version 4.12.0."`` gives ``"version 4·12·0"``. Used on both the value and the text it is
+    looked for in."""
+    return normalize_answer(_VALUE_DOT.sub(_JOINER, s or ""))
+
+
+def states_value(text: str | None, value: str | None) -> bool:
+    """Whether ``text`` states ``value``: the normalised value (:func:`normalize_value`) occurs in the
+    normalised text as whole words, neither preceded nor followed by a letter, a digit or a kept dot.
+    So "4.1" is stated by "upgrade to 4.1." but not by "4.12.0", "4.1.3" or "v4.1" (list "v4.1" as an
+    alias where it may be written so), and "2" is not stated by "12". A value that normalises to
+    nothing is never stated."""
+    v = normalize_value(value)
+    if not v:
+        return False
+    edge = rf"\w{_JOINER}"
+    return re.search(rf"(?<![{edge}]){re.escape(v)}(?![{edge}])", normalize_value(text)) is not None
+
+
+def fact_check(text: str | None, probe: Any) -> tuple[list[bool], list[bool]]:
+    """For each of ``probe.required_facts`` (objects with ``answers`` and ``wrong_values``): whether
+    ``text`` states one of its aliases, and whether it states one of its wrong values (both by
+    :func:`states_value`). A text may state a fact's right and wrong values together."""
+    facts = getattr(probe, "required_facts", None) or []
+    found = [any(states_value(text, a) for a in fact.answers) for fact in facts]
+    wrong = [any(states_value(text, w) for w in (getattr(fact, "wrong_values", None) or [])) for fact in facts]
+    return found, wrong
+
+
 def score_answer(pred: str | None, probe: Any) -> tuple[float, float]:
     """Return ``(em, f1)`` for a prediction, by ``probe.answer_type``.
 
     * ``single`` (also when the type is missing/empty): alias-aware EM and token F1.
     * ``set``: exact set match and set F1 over items (see :func:`split_items`).
     * ``yes_no``: accuracy, reported as both EM and F1.
+    * ``long`` (``pred`` is then the whole output): EM is 1 when the text states every required
+      fact and no wrong value (:func:`fact_check`); F1 is the share of required facts stated.
     """
     kind = getattr(probe, "answer_type", None) or "single"
     answers = probe.answers
+    if kind == "long":
+        found, wrong = fact_check(pred, probe)
+        recall = sum(found) / len(found) if found else 0.0
+        return float(bool(found) and all(found) and not any(wrong)), recall
     if kind == "single":
         return exact_match(pred, answers), token_f1(pred, answers)
     if kind == "set":
@@ -273,11 +323,11 @@ def echoes_question(pred: str | None, question: str | None, probe: Any) -> bool:
     """Whether an answer only repeats the question: every word of the normalised answer is a word
     of the normalised question, and the answer is not an exact match of the gold answer (an alias,
     or the whole gold set). Such an answer earns no credit: "a cat or a dog" to "Which is bigger, a
-    cat or a dog?" would otherwise get F1 0.5 against "dog". yes/no answers are never echoes (their
-    verdict is scored, not their words)."""
+    cat or a dog?" would otherwise get F1 0.5 against "dog". yes/no and long answers are never
+    echoes (a verdict, or facts, are scored, not words)."""
     kind = getattr(probe, "answer_type", None) or "single"
     words = normalize_answer(pred).split()
-    if kind == "yes_no" or not words:
+    if kind in ("yes_no", "long") or not words:
         return False
     asked = set(normalize_answer(question).split())
     if not all(w in asked for w in words):

@@ -53,7 +53,7 @@ from pathlib import Path
 from typing import Any
 
 from flarebench.bench.config import command_line, config_difference
-from flarebench.bench.metrics import SUMMARY_COLUMNS
+from flarebench.bench.metrics import OPTIONAL_COLUMNS, SUMMARY_COLUMNS
 from flarebench.bench.scorers.registry import LOWER, WORSE_KINDS, columns
 
 VERSION = 1
@@ -126,7 +126,7 @@ def validate_tolerances(obj: Any, where: str = "tolerances") -> dict[str, dict[s
 
 def _not_gateable(metric: str) -> str:
     """Why a tolerance may not name ``metric``, with the metrics it may name."""
-    if metric in SUMMARY_COLUMNS:
+    if metric in SUMMARY_COLUMNS or metric in OPTIONAL_COLUMNS:
         why = f"{metric!r} is not gateable (its scorer declares no better direction)"
     else:
         why = f"unknown metric {metric!r}"
@@ -301,9 +301,11 @@ def compare(
 
 def with_ratios(row: dict[str, Any], reference: dict[str, Any] | None) -> dict[str, float | None]:
     """A summary row as a baseline stores it: every summary column but the strategy (text, flags
-    and NaN as None; gateable or not, a baseline records the whole row) plus the latency ratios to
+    and NaN as None; gateable or not, a baseline records the whole row; an optional column where the
+    row has it) plus the latency ratios to
     ``reference`` (a summary row of the same run; None where it has no latency)."""
-    out: dict[str, float | None] = {col: _number(row.get(col)) for col in SUMMARY_COLUMNS if col != "strategy"}
+    columns = [*SUMMARY_COLUMNS, *(col for col in OPTIONAL_COLUMNS if col in row)]
+    out: dict[str, float | None] = {col: _number(row.get(col)) for col in columns if col != "strategy"}
     for col, latency in RATIO_METRICS.items():
         num = _number(row.get(latency))
         den = _number((reference or {}).get(latency))

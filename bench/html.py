@@ -113,7 +113,8 @@ def viewer_data(traces: list[Trace], rows: pd.DataFrame, probes: dict, docs_by_i
             {
                 "id": p.id,
                 "question": p.question,
-                "answers": list(p.answers),
+                # a long probe shows the first alias of each required fact
+                "answers": list(p.answers) or [f.answers[0] for f in getattr(p, "required_facts", None) or []],
                 "answer_type": p.answer_type,
                 "gold": list(p.gold_doc_ids),
             }

@@ -24,15 +24,17 @@ from typing import Any
 
 import pandas as pd
 
-from flarebench.bench.scorers.registry import Group, Scoring, column_docs, scorers, summary_columns
+from flarebench.bench.scorers.registry import Group, Scoring, column_docs, optional_columns, scorers, summary_columns
 from flarebench.bench.uncertainty import DEFAULT_REFERENCE
 from flarebench.strategies.records import Trace
 
-__all__ = ["COLUMN_DOCS", "SUMMARY_COLUMNS", "probe_row", "summarize"]
+__all__ = ["COLUMN_DOCS", "OPTIONAL_COLUMNS", "SUMMARY_COLUMNS", "probe_row", "summarize"]
 
-#: The summary's columns, in order (each declared by its scorer).
+#: The columns every summary has, in order (each declared by its scorer).
 SUMMARY_COLUMNS: list[str] = summary_columns()
-#: Each summary column's definition, as summary.md and report.html print it.
+#: The columns a summary has only where some strategy has a value (the long-answer columns), in order.
+OPTIONAL_COLUMNS: list[str] = optional_columns()
+#: Each column's definition (optional ones included), as summary.md and report.html print it.
 COLUMN_DOCS: dict[str, str] = column_docs()
 
 
@@ -67,7 +69,8 @@ def summarize(
     reference: str | None = None,
     faithfulness: Mapping[tuple[str, str], Mapping[str, Any]] | None = None,
 ) -> pd.DataFrame:
-    """One row per strategy, with exactly the columns of :data:`SUMMARY_COLUMNS` (see :data:`COLUMN_DOCS`).
+    """One row per strategy, with the columns of :data:`SUMMARY_COLUMNS` and, in their places, those
+    of :data:`OPTIONAL_COLUMNS` that some strategy has a value for (see :data:`COLUMN_DOCS`).
 
     ``rows`` holds :func:`probe_row` dicts; rows lacking a column some scorer needs are refused
     (KeyError naming it). Strategies come in ``order`` when given (names in ``order`` without rows
@@ -103,6 +106,8 @@ def summarize(
         group = Group(strategy, group_rows, scoring)
         out.append({column: value for s in ordered for column, value in s(group).items()})
     frame = pd.DataFrame(out, columns=[c.name for s in ordered for c in s.columns])
+    # An optional column no strategy has a value for is one this run cannot compute: left out.
+    frame = frame.drop(columns=[c for c in OPTIONAL_COLUMNS if frame[c].isna().all()])
     frame.attrs["notes"] = [s.settings(scoring) for s in ordered if s.settings] + [
         line for s in ordered if s.findings for line in s.findings(frame, scoring)
     ]

@@ -1,14 +1,14 @@
 """Probe sets for flarebench: data classes, loader and validator.
 
 A probe folder holds ``corpus.jsonl`` ({id, title, text}), ``probes.jsonl`` ({id, question,
-answers, answer_type, gold_doc_ids, metadata}) and, for shipped sets, ``README.md`` (source,
-``Licence: ...`` line, how it was made).  The official JSON files of HotpotQA, 2WikiMultihopQA,
-ASQA and StrategyQA load as probe sets too (``flarebench.probes.formats``).  ``python -m flarebench.probes
-list|validate PATH`` is the CLI.
+answers, answer_type, gold_doc_ids, metadata}, and required_facts for long probes) and, for shipped
+sets, ``README.md`` (source, ``Licence: ...`` line, how it was made).  The official JSON files of
+HotpotQA, 2WikiMultihopQA, ASQA and StrategyQA load as probe sets too (``flarebench.probes.formats``).
+``python -m flarebench.probes list|validate PATH`` is the CLI.
 """
 
 from .load import DEFAULT_PROBE_SET, PROBE_FORMATS, SHIPPED_DIR, ProbeError, load_probe_set, shipped_names
-from .model import ANSWER_TYPES, Document, Probe, ProbeSet
+from .model import ANSWER_TYPES, Document, Probe, ProbeSet, RequiredFact
 from .validate import validate
 
 __all__ = [
@@ -20,6 +20,7 @@ __all__ = [
     "Probe",
     "ProbeError",
     "ProbeSet",
+    "RequiredFact",
     "load_probe_set",
     "shipped_names",
     "validate",

@@ -7,7 +7,7 @@ import hashlib
 import os
 from pathlib import Path
 
-from .model import Document, Probe, ProbeSet
+from .model import Document, Probe, ProbeSet, RequiredFact
 from .validate import PROBES_FILE, check_folder
 
 DEFAULT_PROBE_SET = "phantomwiki"
@@ -53,6 +53,33 @@ def check_format(fmt: str) -> None:
         raise ProbeError(f"unknown probe format '{fmt}'; one of: {', '.join(PROBE_FORMATS)}")
 
 
+def _probe(p: dict) -> Probe:
+    """A checked probes.jsonl row as a Probe. A long probe's answers may be left out (then []), and
+    its gold_doc_ids, when left out, are the union of its facts' doc_ids in order."""
+    facts = [
+        RequiredFact(
+            id=f["id"],
+            fact=f["fact"],
+            answers=list(f["answers"]),
+            doc_ids=list(f.get("doc_ids", [])),
+            wrong_values=list(f.get("wrong_values", [])),
+        )
+        for f in p.get("required_facts", [])
+    ]
+    gold = p.get("gold_doc_ids")
+    if gold is None:
+        gold = list(dict.fromkeys(d for f in facts for d in f.doc_ids))
+    return Probe(
+        id=p["id"],
+        question=p["question"],
+        answers=list(p.get("answers", [])),
+        answer_type=p.get("answer_type", "single"),
+        gold_doc_ids=list(gold),
+        metadata=dict(p.get("metadata", {})),
+        required_facts=facts,
+    )
+
+
 def load_probe_set(name_or_path: str, fmt: str = "auto") -> ProbeSet:
     """Load and validate a probe set given a shipped name (e.g. "phantomwiki"), a folder path,
     or the path of an official HotpotQA, 2WikiMultihopQA, ASQA or StrategyQA file.
@@ -81,17 +108,7 @@ def load_probe_set(name_or_path: str, fmt: str = "auto") -> ProbeSet:
     if checked.problems:
         raise ProbeError("\n".join(checked.problems))
     corpus = [Document(id=d["id"], title=d["title"], text=d["text"]) for d in checked.corpus]
-    probes = [
-        Probe(
-            id=p["id"],
-            question=p["question"],
-            answers=list(p["answers"]),
-            answer_type=p.get("answer_type", "single"),
-            gold_doc_ids=list(p.get("gold_doc_ids", [])),
-            metadata=dict(p.get("metadata", {})),
-        )
-        for p in checked.probes
-    ]
+    probes = [_probe(p) for p in checked.probes]
     return ProbeSet(
         name=name,
         path=folder,

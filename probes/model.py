@@ -7,7 +7,7 @@ import re
 from dataclasses import dataclass, field
 from pathlib import Path
 
-ANSWER_TYPES = ("single", "set", "yes_no")
+ANSWER_TYPES = ("single", "set", "yes_no", "long")
 
 # "Licence: MIT", also "License:", "- **Licence**: ...", case-insensitive.
 _LICENCE = re.compile(r"^\s*(?:[-*]\s*)?\**licen[cs]e\**\s*:\s*\**\s*(.+?)\s*$", re.IGNORECASE | re.MULTILINE)
@@ -29,12 +29,32 @@ class Document:
 
 
 @dataclass
+class RequiredFact:
+    """One fact a long answer must state.
+
+    fact: the fact as a sentence. answers: aliases of its key value (a version, a count, a name, a
+    date); stating any one counts. doc_ids: the corpus documents supporting it. wrong_values:
+    plausible wrong values (an older release's tag, the staging value asked about production, a
+    relative's name); stating one is a wrong answer, whether or not an alias is stated too.
+    """
+
+    id: str
+    fact: str
+    answers: list[str]
+    doc_ids: list[str] = field(default_factory=list)
+    wrong_values: list[str] = field(default_factory=list)
+
+
+@dataclass
 class Probe:
     """One question with its gold answers.
 
     answer_type: ``single`` (answers are aliases, any one counts), ``set`` (all answers together
-    are the answer) or ``yes_no`` (answers is ``["yes"]`` or ``["no"]``).
-    gold_doc_ids: ids of the corpus documents that support the answer (may be empty).
+    are the answer), ``yes_no`` (answers is ``["yes"]`` or ``["no"]``) or ``long`` (a
+    multi-sentence answer: answers is empty, and the gold is required_facts).
+    gold_doc_ids: ids of the corpus documents that support the answer (may be empty); for a long
+    probe that does not give them, the union of its facts' doc_ids, in order.
+    required_facts: a long probe's facts (empty for the other types).
     """
 
     id: str
@@ -43,6 +63,7 @@ class Probe:
     answer_type: str = "single"
     gold_doc_ids: list[str] = field(default_factory=list)
     metadata: dict = field(default_factory=dict)
+    required_facts: list[RequiredFact] = field(default_factory=list)
 
 
 @dataclass

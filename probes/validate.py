@@ -19,7 +19,8 @@ PROBES_FILE = "probes.jsonl"
 README_FILE = "README.md"
 
 _CORPUS_FIELDS = ("id", "title", "text")
-_PROBE_FIELDS = ("id", "question", "answers", "answer_type", "gold_doc_ids", "metadata")
+_PROBE_FIELDS = ("id", "question", "answers", "answer_type", "gold_doc_ids", "metadata", "required_facts")
+_FACT_FIELDS = ("id", "fact", "answers", "doc_ids", "wrong_values")
 
 
 @dataclass
@@ -71,13 +72,15 @@ def _read_jsonl(path: str, data: bytes, problems: list[str]) -> list[tuple[int, 
     return rows
 
 
-def _unknown_fields(path: str, n: int, obj: dict, allowed: tuple[str, ...], problems: list[str]) -> None:
+def _unknown_fields(
+    path: str, n: int, obj: dict, allowed: tuple[str, ...], problems: list[str], prefix: str = ""
+) -> None:
     # Unknown fields are errors: a typo ("answer") would otherwise silently drop data.
     for key in obj:
         if key not in allowed:
             close = difflib.get_close_matches(key, allowed, n=1, cutoff=0.75)
             hint = f"; did you mean '{close[0]}'?" if close else f" (allowed: {', '.join(allowed)})"
-            problems.append(f"{path}:{n}: {key}: unknown field{hint}")
+            problems.append(f"{path}:{n}: {prefix}{key}: unknown field{hint}")
 
 
 def _check_ids(path: str, rows: list[tuple[int, dict]], problems: list[str]) -> None:
@@ -120,32 +123,117 @@ def _check_str_list(path: str, n: int, key: str, value, problems: list[str], non
     return ok
 
 
+def _check_doc_ids(
+    path: str, n: int, key: str, value, doc_ids: set[str] | None, problems: list[str], nonempty: bool
+) -> bool:
+    """Check a list of document ids: strings, no repeats, each in the corpus (when it was read)."""
+    if not _check_str_list(path, n, key, value, problems, nonempty):
+        return False
+    seen = set()
+    for i, doc_id in enumerate(value):
+        if doc_id in seen:
+            problems.append(f"{path}:{n}: {key}[{i}]: duplicate '{doc_id}'")
+        elif doc_ids is not None and doc_id not in doc_ids:
+            problems.append(f"{path}:{n}: {key}[{i}]: '{doc_id}' is not a document id in {CORPUS_FILE}")
+        seen.add(doc_id)
+    return True
+
+
+def _check_required(path: str, n: int, obj: dict, keys: tuple[str, ...], problems: list[str], prefix="") -> None:
+    """Each of ``keys`` is present; ``id`` and the other string fields among them are non-empty strings."""
+    at = f"{path}:{n}: {prefix}"
+    problems += [f"{at}{key}: missing required field" for key in keys if key not in obj]
+    texts = [key for key in ("id", "question", "fact") if key in keys and key in obj]
+    problems += [f"{at}{key}: {msg}" for key in texts if (msg := _nonempty_str(obj[key]))]
+
+
+def _check_fact(
+    path: str, n: int, where: str, fact: dict, doc_ids: set[str] | None, gold: set[str] | None, problems: list[str]
+) -> None:
+    """One required fact (its id's uniqueness is checked by the caller)."""
+    _unknown_fields(path, n, fact, _FACT_FIELDS, problems, prefix=f"{where}.")
+    _check_required(path, n, fact, ("id", "fact", "answers", "doc_ids"), problems, prefix=f"{where}.")
+    aliases_ok = "answers" in fact and _check_str_list(path, n, f"{where}.answers", fact["answers"], problems, True)
+    if "doc_ids" in fact and _check_doc_ids(path, n, f"{where}.doc_ids", fact["doc_ids"], doc_ids, problems, True):
+        for j, doc_id in enumerate(fact["doc_ids"]):
+            if gold is not None and doc_id not in gold:
+                problems.append(f"{path}:{n}: {where}.doc_ids[{j}]: '{doc_id}' is not in the probe's gold_doc_ids")
+    wrong = fact.get("wrong_values", [])
+    wrong_ok = _check_str_list(path, n, f"{where}.wrong_values", wrong, problems, False)
+    for key, values in (
+        ("answers", fact.get("answers") if aliases_ok else []),
+        ("wrong_values", wrong if wrong_ok else []),
+    ):
+        for j, value in enumerate(values):  # a value is matched on its letters and digits
+            if not any(ch.isalnum() for ch in value):
+                problems.append(
+                    f"{path}:{n}: {where}.{key}[{j}]: '{value}' has no letter or digit: it can never be matched"
+                )
+    if wrong_ok and aliases_ok:
+        aliases = {a.strip().lower() for a in fact["answers"]}
+        for j, value in enumerate(wrong):
+            if value.strip().lower() in aliases:
+                problems.append(f"{path}:{n}: {where}.wrong_values[{j}]: '{value}' is also an alias in answers")
+
+
+def _check_facts(path: str, n: int, probe: dict, doc_ids: set[str] | None, problems: list[str]) -> None:
+    """A long probe's required_facts: a non-empty list of {id, fact, answers, doc_ids, wrong_values?},
+    ids unique within the probe, every doc id in the corpus and, when the probe gives gold_doc_ids,
+    among them; no wrong value that is also an alias of its fact."""
+    facts = probe.get("required_facts")
+    if facts is None:
+        problems.append(f"{path}:{n}: required_facts: missing required field (a long probe's gold is its facts)")
+        return
+    if not isinstance(facts, list):
+        problems.append(f"{path}:{n}: required_facts: expected a list of objects, got {_type_name(facts)}")
+        return
+    if not facts:
+        problems.append(f"{path}:{n}: required_facts: must not be empty")
+    gold = probe.get("gold_doc_ids")
+    gold = set(gold) if isinstance(gold, list) and all(isinstance(d, str) for d in gold) else None
+    first: dict[str, int] = {}
+    for i, fact in enumerate(facts):
+        where = f"required_facts[{i}]"
+        if not isinstance(fact, dict):
+            problems.append(f"{path}:{n}: {where}: expected an object, got {_type_name(fact)}")
+            continue
+        _check_fact(path, n, where, fact, doc_ids, gold, problems)
+        fid = fact.get("id")
+        if isinstance(fid, str) and fid.strip() and fid in first:
+            problems.append(
+                f"{path}:{n}: {where}.id: duplicate fact id '{fid}' (first at required_facts[{first[fid]}])"
+            )
+        elif isinstance(fid, str) and fid.strip():
+            first[fid] = i
+
+
 def _check_probe(path: str, n: int, probe: dict, doc_ids: set[str] | None, problems: list[str]) -> None:
     _unknown_fields(path, n, probe, _PROBE_FIELDS, problems)
-    for key in ("id", "question", "answers"):
-        if key not in probe:
-            problems.append(f"{path}:{n}: {key}: missing required field")
-    for key in ("id", "question"):
-        if key in probe and (msg := _nonempty_str(probe[key])):
-            problems.append(f"{path}:{n}: {key}: {msg}")
-    answers_ok = "answers" in probe and _check_str_list(path, n, "answers", probe["answers"], problems, True)
     kind = probe.get("answer_type", "single")
+    long = kind == "long"
+    # A long probe's gold is its required_facts: its answers may be left out, and must then be empty.
+    _check_required(path, n, probe, ("id", "question") if long else ("id", "question", "answers"), problems)
+    if long:
+        answers_ok = "answers" in probe and _check_str_list(path, n, "answers", probe["answers"], problems, False)
+        if answers_ok and probe["answers"]:
+            problems.append(
+                f"{path}:{n}: answers: a long probe's answers are its required_facts' answers; leave answers out or []"
+            )
+    else:
+        answers_ok = "answers" in probe and _check_str_list(path, n, "answers", probe["answers"], problems, True)
     if kind not in ANSWER_TYPES:
         allowed = ", ".join(ANSWER_TYPES)
         problems.append(f"{path}:{n}: answer_type: must be one of {allowed}, got {json.dumps(kind)}")
     elif kind == "yes_no" and answers_ok and probe["answers"] not in (["yes"], ["no"]):
         got = json.dumps(probe["answers"])
         problems.append(f'{path}:{n}: answers: a yes_no probe needs ["yes"] or ["no"], got {got}')
-    gold = probe.get("gold_doc_ids", [])
-    if _check_str_list(path, n, "gold_doc_ids", gold, problems, False):
-        seen = set()
-        for i, doc_id in enumerate(gold):
-            if doc_id in seen:
-                problems.append(f"{path}:{n}: gold_doc_ids[{i}]: duplicate '{doc_id}'")
-            elif doc_ids is not None and doc_id not in doc_ids:
-                msg = f"'{doc_id}' is not a document id in {CORPUS_FILE}"
-                problems.append(f"{path}:{n}: gold_doc_ids[{i}]: {msg}")
-            seen.add(doc_id)
+    _check_doc_ids(path, n, "gold_doc_ids", probe.get("gold_doc_ids", []), doc_ids, problems, False)
+    if long:
+        _check_facts(path, n, probe, doc_ids, problems)
+    elif "required_facts" in probe:
+        problems.append(
+            f"{path}:{n}: required_facts: only a long probe has required facts (answer_type is {json.dumps(kind)})"
+        )
     if "metadata" in probe and not isinstance(probe["metadata"], dict):
         problems.append(f"{path}:{n}: metadata: expected an object, got {_type_name(probe['metadata'])}")
 

@@ -142,7 +142,7 @@ def test_wrong_type_in_corpus(tmp_path):
 def test_unknown_answer_type(tmp_path):
     folder = write_set(tmp_path / "s", probes=[{**PROBES[0], "answer_type": "multi"}])
     assert only_problem(folder) == (
-        f'{folder / "probes.jsonl"}:1: answer_type: must be one of single, set, yes_no, got "multi"'
+        f'{folder / "probes.jsonl"}:1: answer_type: must be one of single, set, yes_no, long, got "multi"'
     )
 
 
@@ -330,3 +330,97 @@ def test_builder_derives_intermediate_people():
     # both grandparents are reached through one parent; every path's people are gold
     assert solve(world, ['grandparent("Yve", Y_2)'], "Y_2") == (["Gail", "Gus"], ["Yve", "Ben", "Gail", "Gus"])
     assert slug("Ann-Marie O'Neil") == "ann-marie-o-neil"
+
+
+# --- long probes (answer_type "long": required_facts) -----------------------------------------
+
+FACT = {"id": "job", "fact": "Ann is a painter.", "answers": ["painter"], "doc_ids": ["d1"]}
+LONG = {"id": "l1", "question": "Tell me about Ann and Bob.", "answer_type": "long", "required_facts": [FACT]}
+
+
+def long_problem(tmp_path: Path, **changes) -> str:
+    probe = {**LONG, **changes}
+    return only_problem(write_set(tmp_path / "s", probes=[{k: v for k, v in probe.items() if v is not None}]))
+
+
+def test_a_long_probe_is_valid_without_answers_or_with_empty_ones(tmp_path):
+    assert validate(write_set(tmp_path / "a", probes=[LONG])) == []
+    fact2 = {
+        "id": "bro",
+        "fact": "Bob is Ann's brother.",
+        "answers": ["Bob"],
+        "doc_ids": ["d2"],
+        "wrong_values": ["Ann"],
+    }
+    probe = {**LONG, "answers": [], "gold_doc_ids": ["d1", "d2"], "required_facts": [FACT, fact2]}
+    assert validate(write_set(tmp_path / "b", probes=[probe])) == []
+
+
+@pytest.mark.parametrize(
+    "changes, expected",
+    [
+        ({"required_facts": None}, "required_facts: missing required field"),
+        ({"required_facts": []}, "required_facts: must not be empty"),
+        ({"required_facts": {"id": "x"}}, "required_facts: expected a list of objects, got object"),
+        ({"required_facts": ["painter"]}, "required_facts[0]: expected an object, got string"),
+        ({"answers": ["painter"]}, "answers: a long probe's answers are its required_facts' answers"),
+        (
+            {"required_facts": [{**FACT, "doc_ids": ["zzz"]}]},
+            "required_facts[0].doc_ids[0]: 'zzz' is not a document id in corpus.jsonl",
+        ),
+        ({"required_facts": [{**FACT, "doc_ids": []}]}, "required_facts[0].doc_ids: must not be empty"),
+        ({"required_facts": [{**FACT, "doc_ids": ["d1", "d1"]}]}, "required_facts[0].doc_ids[1]: duplicate 'd1'"),
+        ({"gold_doc_ids": ["d2"]}, "required_facts[0].doc_ids[0]: 'd1' is not in the probe's gold_doc_ids"),
+        ({"required_facts": [{**FACT, "answers": []}]}, "required_facts[0].answers: must not be empty"),
+        (
+            {"required_facts": [{**FACT, "answers": ["painter", " "]}]},
+            "required_facts[0].answers[1]: must not be empty",
+        ),
+        ({"required_facts": [{**FACT, "fact": 3}]}, "required_facts[0].fact: expected a string, got int"),
+        (
+            {"required_facts": [{k: v for k, v in FACT.items() if k != "id"}]},
+            "required_facts[0].id: missing required field",
+        ),
+        (
+            {"required_facts": [FACT, FACT]},
+            "required_facts[1].id: duplicate fact id 'job' (first at required_facts[0])",
+        ),
+        (
+            {"required_facts": [{**FACT, "wrong_value": ["x"]}]},
+            "required_facts[0].wrong_value: unknown field; did you mean 'wrong_values'?",
+        ),
+        (
+            {"required_facts": [{**FACT, "wrong_values": "sculptor"}]},
+            "required_facts[0].wrong_values: expected a list of strings, got string",
+        ),
+        (
+            {"required_facts": [{**FACT, "wrong_values": ["--"]}]},
+            "required_facts[0].wrong_values[0]: '--' has no letter or digit: it can never be matched",
+        ),
+        (
+            {"required_facts": [{**FACT, "answers": ["painter", "..."]}]},
+            "required_facts[0].answers[1]: '...' has no letter or digit: it can never be matched",
+        ),
+        (
+            {"required_facts": [{**FACT, "wrong_values": ["Painter"]}]},
+            "required_facts[0].wrong_values[0]: 'Painter' is also an alias in answers",
+        ),
+    ],
+)
+def test_a_bad_long_probe_is_named_by_its_line_and_field(tmp_path, changes, expected):
+    line = long_problem(tmp_path, **changes)
+    assert line.startswith(str(tmp_path / "s" / "probes.jsonl") + ":1: ") and expected in line, line
+
+
+def test_required_facts_on_a_short_probe_is_a_problem(tmp_path):
+    line = only_problem(write_set(tmp_path / "s", probes=[{**PROBES[0], "required_facts": [FACT]}]))
+    assert line.endswith('required_facts: only a long probe has required facts (answer_type is "single")')
+
+
+def test_cli_validate_bad_long_probe(tmp_path):
+    folder = write_set(tmp_path / "bad", probes=[{**LONG, "required_facts": [{**FACT, "doc_ids": ["zzz"]}]}])
+    r = run_cli("validate", str(folder))
+    assert r.returncode == 2 and r.stdout.splitlines() == validate(folder)
+    assert r.stdout.endswith(
+        "probes.jsonl:1: required_facts[0].doc_ids[0]: 'zzz' is not a document id in corpus.jsonl\n"
+    )

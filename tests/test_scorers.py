@@ -44,13 +44,14 @@ def test_a_generated_block_is_replaced_whole_and_needs_its_markers():
 
 def test_everything_derived_follows_the_declarations():
     declared = registry.columns()
-    assert metrics.SUMMARY_COLUMNS == [c.name for c in declared]
+    assert metrics.SUMMARY_COLUMNS == [c.name for c in declared if not c.optional]
+    assert metrics.OPTIONAL_COLUMNS == [c.name for c in declared if c.optional]
     assert metrics.COLUMN_DOCS == {c.name: c.doc for c in declared}
     gateable = [c.name for c in declared if c.better is not None]
     assert list(gate.METRICS) == gateable + list(gate.RATIO_METRICS)
     assert {c.name: dict(c.tolerance) for c in declared if c.always_gated} == gate.ALWAYS_GATED
     table = registry.column_table().splitlines()
-    assert [line.split("`")[1] for line in table[2:]] == metrics.SUMMARY_COLUMNS
+    assert [line.split("`")[1] for line in table[2:]] == [c.name for c in declared]
 
 
 def test_declarations_that_contradict_themselves_are_refused():
@@ -64,6 +65,8 @@ def test_declarations_that_contradict_themselves_are_refused():
         Column("x", "doc", better=HIGHER, tolerance={"max_rise": 0.1})
     with pytest.raises(ScorerError, match="always_gated needs a default tolerance"):
         Column("x", "doc", better=LOWER, always_gated=True)
+    with pytest.raises(ScorerError, match="an optional column cannot be always gated"):
+        Column("x", "doc", better=LOWER, tolerance={"max_rise": 0.1}, always_gated=True, optional=True)
     with pytest.raises(ScorerError, match="at least one column"):
         scorer(order=999)
 

@@ -13,6 +13,9 @@ from flarebench.strategies.records import Trace
 
 #: The reasons, in the order of their summary columns ``incomplete_<reason>`` (row column ``incomplete``).
 INCOMPLETE_REASONS = ("token_cap", "step_cap", "no_answer", "abstain", "empty")
+#: The reason of a long answer (``answer_type`` ``long``) that misses a required fact: long answers
+#: are judged by their facts (:mod:`flarebench.bench.scorers.facts`), never by the reasons above.
+MISSING_FACTS = "missing_facts"
 
 
 def incomplete_reason(trace: Trace, rule: str) -> str | None:
@@ -40,8 +43,15 @@ def incomplete_reason(trace: Trace, rule: str) -> str | None:
 
 def incomplete_row(trace: Trace, probe: Any, row: Mapping[str, Any]) -> dict[str, Any]:
     """``stop_reason`` as the trace recorded it, and ``incomplete``, the reason of
-    :func:`incomplete_reason` for the rule the answer scorer applied (``answer_rule``)."""
-    return {"stop_reason": trace.stop_reason, "incomplete": incomplete_reason(trace, row["answer_rule"])}
+    :func:`incomplete_reason` for the rule the answer scorer applied (``answer_rule``). A long
+    probe's reason is :data:`MISSING_FACTS` when its output misses a required fact (the facts
+    scorer's ``facts_missing``), else none; an errored probe has none."""
+    if getattr(probe, "answer_type", None) == "long":
+        failed = bool(trace.error) or trace.stop_reason == "error"
+        reason = MISSING_FACTS if not failed and row.get("facts_missing") else None
+    else:
+        reason = incomplete_reason(trace, row["answer_rule"])
+    return {"stop_reason": trace.stop_reason, "incomplete": reason}
 
 
 _DOCS = {
@@ -69,10 +79,15 @@ _DOCS = {
     per_probe=incomplete_row,
 )
 def incomplete(g: Group) -> dict[str, float]:
-    """Each reason's share of the probes; a probe that raised has none."""
+    """Each reason's share of the probes; a probe that raised has none. Long probes missing a
+    required fact add their share to incomplete_rate only (the run's notes say so)."""
     n = len(g.rows)
     # Rows made before the incomplete column existed: no reasons.
     reasons = g.rows["incomplete"] if "incomplete" in g.rows else pd.Series([None] * n, index=g.rows.index)
     reasons = reasons.where(reasons.notna() & ~g.failed, None)
     shares = {f"incomplete_{r}": float((reasons == r).sum()) / n for r in INCOMPLETE_REASONS}
-    return {"incomplete_rate": sum(shares.values()), **shares}
+    rate = sum(shares.values())
+    missing = int((reasons == MISSING_FACTS).sum())
+    if missing:  # added only when there are some, so that a run of short probes sums exactly as before
+        rate += missing / n
+    return {"incomplete_rate": rate, **shares}

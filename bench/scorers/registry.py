@@ -46,6 +46,7 @@ __all__ = [
     "column_table",
     "columns",
     "load",
+    "optional_columns",
     "ratio",
     "scorer",
     "scorers",
@@ -75,6 +76,11 @@ class Column:
     did). ``tolerance`` is the default bound written into every new baseline (``{kind: value}``,
     kinds from :data:`WORSE_KINDS`); ``always_gated`` also applies it to baseline files whose
     tolerances do not name the column (see :data:`flarebench.bench.gate.ALWAYS_GATED`).
+
+    ``optional`` marks a column that only some runs can compute (the long-answer columns need long
+    probes): it is left out of a summary where no strategy has a value for it, so that the
+    summaries of other runs keep exactly the columns they had before it existed. It is not one of
+    :func:`summary_columns` (the columns every summary has) but one of :func:`optional_columns`.
     """
 
     name: str
@@ -82,6 +88,7 @@ class Column:
     better: str | None = None
     tolerance: Mapping[str, float] | None = None
     always_gated: bool = False
+    optional: bool = False
 
     def __post_init__(self) -> None:
         if not self.doc:
@@ -99,6 +106,8 @@ class Column:
                 )
         if self.always_gated and self.tolerance is None:
             raise ScorerError(f"column {self.name}: always_gated needs a default tolerance")
+        if self.always_gated and self.optional:
+            raise ScorerError(f"column {self.name}: an optional column cannot be always gated")
 
 
 @dataclass(frozen=True)
@@ -236,12 +245,18 @@ def columns() -> list[Column]:
 
 
 def summary_columns() -> list[str]:
-    """The names of the summary columns, in order."""
-    return [c.name for c in columns()]
+    """The names of the columns every summary has, in order (optional columns left out)."""
+    return [c.name for c in columns() if not c.optional]
+
+
+def optional_columns() -> list[str]:
+    """The names of the optional columns (see :attr:`Column.optional`), in summary order: a summary
+    has those some strategy of its run has a value for."""
+    return [c.name for c in columns() if c.optional]
 
 
 def column_docs() -> dict[str, str]:
-    """Each summary column's definition, in summary order."""
+    """Each column's definition (optional columns included), in summary order."""
     return {c.name: c.doc for c in columns()}
 
 

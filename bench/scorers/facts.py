@@ -1,0 +1,115 @@
+"""Long answers: whether the whole output of a long probe (``answer_type`` ``long``) states its
+required facts, and whether it states a wrong value of one (see
+:func:`flarebench.bench.answers.fact_check`).
+
+Every column is optional (:attr:`flarebench.bench.scorers.registry.Column.optional`): a run without
+long probes has none of them, so its summary keeps exactly the columns it had before they existed.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+import pandas as pd
+
+from flarebench.bench.answers import fact_check
+from flarebench.bench.scorers.registry import HIGHER, LOWER, Column, Group, Scoring, scorer
+from flarebench.strategies.records import Trace
+
+
+def facts_row(trace: Trace, probe: Any, row: Mapping[str, Any]) -> dict[str, Any]:
+    """For a long probe only (other probes get nothing): ``facts_total``, ``facts_found`` (required
+    facts whose value, any alias, the whole output states), ``facts_missing`` (the ids of the others,
+    comma-separated, "" when none) and ``facts_wrong`` (the ids of the facts a wrong value of which
+    it states). A probe that raised states nothing."""
+    if getattr(probe, "answer_type", None) != "long":
+        return {}
+    facts = list(getattr(probe, "required_facts", None) or [])
+    if row["error"] is None:
+        found, wrong = fact_check(trace.output, probe)
+    else:
+        found, wrong = [False] * len(facts), [False] * len(facts)
+    return {
+        "facts_total": len(facts),
+        "facts_found": sum(found),
+        "facts_missing": ",".join(f.id for f, ok in zip(facts, found, strict=True) if not ok),
+        "facts_wrong": ",".join(f.id for f, bad in zip(facts, wrong, strict=True) if bad),
+    }
+
+
+def _long(rows: pd.DataFrame) -> pd.Series:
+    """True on the rows of long probes."""
+    if "facts_total" not in rows:
+        return pd.Series(False, index=rows.index)
+    return rows["facts_total"].notna()
+
+
+def _note(summary: pd.DataFrame, scoring: Scoring) -> list[str]:
+    """One line when the run has long probes: which definition of incomplete_rate its rows use."""
+    for rows in scoring.groups.values():
+        long = int(_long(rows).sum())
+        if long:
+            return [
+                f"incomplete_rate: {long} of {len(rows)} probes are long answers, counted incomplete when they "
+                "miss a required fact (incomplete_facts_rate); the five incomplete_ reasons count the short "
+                "answers only, so incomplete_rate is their sum plus the long answers missing a fact"
+            ]
+    return []
+
+
+@scorer(
+    Column(
+        "fact_recall",
+        "Long probes only: mean over the long probes of the share of required facts whose value (any "
+        "alias, normalised as em normalises, matched as whole words, a dot between digits kept so "
+        "that 4.1 is not found in 4.12.0) the whole output states, 0-1; a probe that raised counts 0. "
+        "Left out of runs without long probes. For long probes em is 1 when every fact and no wrong "
+        "value is stated, and f1 is this share.",
+        better=HIGHER,
+        optional=True,
+    ),
+    Column(
+        "incomplete_facts_rate",
+        "Long probes only: share of the long probes whose output misses at least one required fact, "
+        "0-1; errored probes are not counted (see errors). This is incomplete_rate's definition for "
+        "long probes: incomplete_rate adds these probes to the short probes without a final-answer "
+        "statement (the run's notes say when it does).",
+        better=LOWER,
+        optional=True,
+    ),
+    Column(
+        "wrong_value_rate",
+        "Long probes only: share of the long probes whose output states a wrong value of some "
+        "required fact (one of its wrong_values: an older release, the staging value, a relative's "
+        "name), whether or not the right value is stated too, 0-1.",
+        better=LOWER,
+        optional=True,
+    ),
+    Column(
+        "incomplete_or_wrong_rate",
+        "Long probes only: share of the long probes whose output misses a required fact or states "
+        "a wrong value (either of the two columns before), 0-1.",
+        better=LOWER,
+        optional=True,
+    ),
+    order=45,
+    per_probe=facts_row,
+    findings=_note,
+)
+def facts(g: Group) -> dict[str, float]:
+    """Over the long probes only; every column NaN (and so left out) when there are none."""
+    long = _long(g.rows)
+    if not long.any():
+        return {}
+    rows, failed = g.rows[long], g.failed[long]
+    recall = (rows["facts_found"].astype(float) / rows["facts_total"].astype(float)).where(~failed, 0.0)
+    missing = (rows["facts_missing"].fillna("") != "") & ~failed
+    wrong = (rows["facts_wrong"].fillna("") != "") & ~failed
+    n = len(rows)
+    return {
+        "fact_recall": float(recall.mean()),
+        "incomplete_facts_rate": float(missing.sum()) / n,
+        "wrong_value_rate": float(wrong.sum()) / n,
+        "incomplete_or_wrong_rate": float((missing | wrong).sum()) / n,
+    }
