@@ -1,5 +1,5 @@
 """Long answers (``answer_type`` ``long``): the required facts a whole output states, the columns
-fact_recall, incomplete_facts_rate, wrong_value_rate and incomplete_or_wrong_rate, and the loader's
+fact_recall, incomplete_facts_rate, wrong_version_rate and incomplete_or_wrong_rate, and the loader's
 long probes. Hand-made probes and scripted outputs, the values worked out by hand."""
 
 from __future__ import annotations
@@ -15,7 +15,7 @@ from flarebench.bench.metrics import COLUMN_DOCS, OPTIONAL_COLUMNS, SUMMARY_COLU
 from flarebench.probes import Probe, RequiredFact, load_probe_set
 from flarebench.strategies.records import Trace
 
-FACT_COLUMNS = ["fact_recall", "incomplete_facts_rate", "wrong_value_rate", "incomplete_or_wrong_rate"]
+FACT_COLUMNS = ["fact_recall", "incomplete_facts_rate", "wrong_version_rate", "incomplete_or_wrong_rate"]
 
 UPGRADE = Probe(
     id="up",
@@ -134,7 +134,7 @@ def test_fact_columns_over_the_long_probes():
     row = _summary(pairs).iloc[0]
     assert row["fact_recall"] == pytest.approx((1 + 2 / 3 + 1 + 2 / 3) / 4)  # the short probe is left out
     assert row["incomplete_facts_rate"] == pytest.approx(2 / 4)
-    assert row["wrong_value_rate"] == pytest.approx(2 / 4)
+    assert row["wrong_version_rate"] == pytest.approx(2 / 4)
     assert row["incomplete_or_wrong_rate"] == pytest.approx(3 / 4)
     # incomplete_rate: 2 long answers missing a fact, of 5 probes; the short one is complete
     assert row["incomplete_rate"] == pytest.approx(2 / 5) and row["incomplete_no_answer"] == 0.0
@@ -149,7 +149,7 @@ def test_an_errored_long_probe_recalls_nothing_and_is_not_incomplete():
     frame = _summary(pairs)
     row = frame.iloc[0]
     assert row["fact_recall"] == pytest.approx(0.5) and row["incomplete_facts_rate"] == 0.0
-    assert row["wrong_value_rate"] == 0.0 and row["incomplete_rate"] == 0.0 and row["errors"] == 1
+    assert row["wrong_version_rate"] == 0.0 and row["incomplete_rate"] == 0.0 and row["errors"] == 1
 
 
 def test_the_notes_say_which_incomplete_rate_a_run_uses():
@@ -174,7 +174,7 @@ def test_fact_columns_are_optional_documented_and_kept_in_baselines():
     frame = _summary([(long_trace(ALL), UPGRADE)])
     assert [c for c in frame.columns if c in FACT_COLUMNS] == FACT_COLUMNS
     baseline = with_ratios(frame.iloc[0].to_dict(), None)
-    assert baseline["fact_recall"] == 1.0 and baseline["wrong_value_rate"] == 0.0
+    assert baseline["fact_recall"] == 1.0 and baseline["wrong_version_rate"] == 0.0
 
 
 # ---------------------------------------------------------------- loading

@@ -79,7 +79,7 @@ def _note(summary: pd.DataFrame, scoring: Scoring) -> list[str]:
         optional=True,
     ),
     Column(
-        "wrong_value_rate",
+        "wrong_version_rate",
         "Long probes only: share of the long probes whose output states a wrong value of some "
         "required fact (one of its wrong_values: an older release, the staging value, a relative's "
         "name), whether or not the right value is stated too, 0-1.",
@@ -110,6 +110,6 @@ def facts(g: Group) -> dict[str, float]:
     return {
         "fact_recall": float(recall.mean()),
         "incomplete_facts_rate": float(missing.sum()) / n,
-        "wrong_value_rate": float(wrong.sum()) / n,
+        "wrong_version_rate": float(wrong.sum()) / n,
         "incomplete_or_wrong_rate": float((missing | wrong).sum()) / n,
     }
