@@ -271,11 +271,12 @@ def _scoring(args: argparse.Namespace, info: dict, run_json: Path):
 def _init(args: argparse.Namespace) -> int:
     from flarebench.bench.paths import PathError
     from flarebench.bench.scaffold import init
+    from flarebench.bench.settings import SettingsError
 
     target = Path(args.dir)
     try:
         done = init(target)
-    except PathError as e:
+    except (PathError, SettingsError) as e:
         raise UserError(str(e)) from None
     for path in done.created:
         print(f"created {path}")

@@ -8,13 +8,12 @@ Nothing that exists is overwritten: an existing file is kept and named.
 
 from __future__ import annotations
 
-import re
 from dataclasses import dataclass, field
 from pathlib import Path
 
 from flarebench.bench import version
 from flarebench.bench.paths import check_folder
-from flarebench.bench.settings import CONFIG_FILE, PYPROJECT
+from flarebench.bench.settings import CONFIG_FILE, PYPROJECT, has_table
 
 TEMPLATES = Path(__file__).resolve().parent / "templates" / "init"
 #: Template files that would be collected or linted where they lie carry this suffix, dropped on copy.
@@ -42,11 +41,14 @@ def init(target: Path) -> Scaffold:
     check_folder("flarebench init", target)
     done = Scaffold()
     pyproject = target / PYPROJECT
-    has_table = pyproject.is_file() and re.search(r"^\s*\[tool\.flarebench\]", pyproject.read_text(), re.M)
+    defaults_in_pyproject = has_table(pyproject)
     for source in sorted(p for p in TEMPLATES.rglob("*") if p.is_file()):
         dest = target / str(source.relative_to(TEMPLATES)).removesuffix(_SUFFIX)
-        if dest.exists() or (dest.name == CONFIG_FILE and has_table):
-            done.kept.append(pyproject if has_table and dest.name == CONFIG_FILE else dest)
+        if dest.name == CONFIG_FILE and defaults_in_pyproject:
+            done.kept.append(pyproject)
+            continue
+        if dest.exists():
+            done.kept.append(dest)
             continue
         text = source.read_text(encoding="utf-8")
         text = text.replace("@FLAREBENCH_VERSION@", version()).replace("@FLAREBENCH_REQUIREMENT@", _requirement())

@@ -48,10 +48,14 @@ def find(start: Path) -> Path | None:
     for folder in [start, *start.parents]:
         if (folder / CONFIG_FILE).is_file():
             return folder / CONFIG_FILE
-        pyproject = folder / PYPROJECT
-        if pyproject.is_file() and re.search(r"^\s*\[tool\.flarebench\]", _text(pyproject), re.M):
-            return pyproject
+        if has_table(folder / PYPROJECT):
+            return folder / PYPROJECT
     return None
+
+
+def has_table(pyproject: Path) -> bool:
+    """True when ``pyproject`` is a file holding a ``[tool.flarebench]`` table."""
+    return pyproject.is_file() and re.search(r"^\s*\[tool\.flarebench\]", _text(pyproject), re.M) is not None
 
 
 def load(start: Path | None = None) -> Settings:
