@@ -5,8 +5,6 @@ from __future__ import annotations
 
 from typing import Any
 
-import pandas as pd
-
 from flarebench.bench.scorers.registry import HIGHER, Column, Group, Scoring, scorer
 from flarebench.bench.uncertainty import paired_bootstrap
 
@@ -22,13 +20,6 @@ def reference_note(scoring: Scoring) -> str:
             "answered, 95% interval, 10,000 resamples, seed 0"
         )
     return f"delta columns: empty: the reference strategy {scoring.reference} is not in this run (--reference SPEC)"
-
-
-def _per_probe(g: Group, metric: str) -> pd.Series:
-    """A strategy's per-probe scores indexed by probe id (errors as 0)."""
-    values = g.scores(metric)
-    ids = g.rows["probe_id"] if "probe_id" in g.rows else pd.Series(range(len(g.rows)), index=g.rows.index)
-    return pd.Series(values.to_numpy(), index=ids.astype(str).to_numpy()).groupby(level=0, sort=False).last()
 
 
 @scorer(
@@ -64,7 +55,7 @@ def deltas(g: Group) -> dict[str, Any]:
     ref = Group(reference, g.scoring.groups[reference], g.scoring)
     out: dict[str, Any] = {"delta_reference": reference}
     for metric in _METRICS:
-        theirs, mine = _per_probe(ref, metric), _per_probe(g, metric)
+        theirs, mine = ref.by_probe(ref.scores(metric)), g.by_probe(g.scores(metric))  # errors as 0
         common = [p for p in theirs.index if p in mine.index]
         d = paired_bootstrap(mine[common].to_numpy(), theirs[common].to_numpy())
         out.update(

@@ -146,6 +146,14 @@ class Group:
         """The mean of ``column`` over every row, failed ones included."""
         return float(self.rows[column].mean())
 
+    def by_probe(self, values: pd.Series) -> pd.Series:
+        """``values`` (aligned with :attr:`rows`) as floats indexed by probe id, the last row of a
+        probe kept; rows without a ``probe_id`` column are numbered."""
+        rows = self.rows
+        ids = rows["probe_id"] if "probe_id" in rows else pd.Series(range(len(rows)), index=rows.index)
+        series = pd.Series(values.to_numpy(dtype=float), index=ids.astype(str).to_numpy())
+        return series.groupby(level=0, sort=False).last()
+
 
 def ratio(num: float, den: float) -> float:
     """``num / den`` as a float; 0 when ``den`` is 0 (nothing to divide: no steps, no time, no calls)."""

@@ -18,18 +18,9 @@ from flarebench.bench.scorers.registry import LOWER, Column, Group, scorer
 _REL = "relative to the reference strategy (delta_reference) on the same probes: 0.38 is 38% more, -0.1 is 10% less"
 
 
-def _by_probe(g: Group, values: pd.Series) -> pd.Series:
-    """``values`` (aligned with the group's rows) indexed by probe id, the last row of a probe kept."""
-    return (
-        pd.Series(values.to_numpy(dtype=float), index=g.rows["probe_id"].astype(str).to_numpy())
-        .groupby(level=0, sort=False)
-        .last()
-    )
-
-
 def _tokens(g: Group) -> pd.Series:
     """Prompt tokens sent plus completion tokens, per probe."""
-    return _by_probe(g, g.rows["prompt_tokens"].astype(float) + g.rows["completion_tokens"].astype(float))
+    return g.by_probe(g.rows["prompt_tokens"].astype(float) + g.rows["completion_tokens"].astype(float))
 
 
 def _cost(g: Group) -> pd.Series | None:
@@ -39,7 +30,7 @@ def _cost(g: Group) -> pd.Series | None:
         return None
     rows = g.rows
     usd = [price.cost(p, c, r) for p, c, r in zip(rows["prompt_tokens"], rows["completion_tokens"], rows["retrievals"])]
-    return _by_probe(g, pd.Series(usd, index=rows.index))
+    return g.by_probe(pd.Series(usd, index=rows.index))
 
 
 def _relative(mine: pd.Series | None, theirs: pd.Series | None, probes: list[str]) -> float | None:
