@@ -222,11 +222,16 @@ def states_value(text: str | None, value: str | None) -> bool:
     So "4.1" is stated by "upgrade to 4.1." but not by "4.12.0", "4.1.3" or "v4.1" (list "v4.1" as an
     alias where it may be written so), and "2" is not stated by "12". A value that normalises to
     nothing is never stated."""
+    return _stated(normalize_value(text), value)
+
+
+def _stated(normalized_text: str, value: str | None) -> bool:
+    """:func:`states_value` on a text already normalised by :func:`normalize_value`."""
     v = normalize_value(value)
     if not v:
         return False
     edge = rf"\w{_JOINER}"
-    return re.search(rf"(?<![{edge}]){re.escape(v)}(?![{edge}])", normalize_value(text)) is not None
+    return re.search(rf"(?<![{edge}]){re.escape(v)}(?![{edge}])", normalized_text) is not None
 
 
 def fact_check(text: str | None, probe: Any) -> tuple[list[bool], list[bool]]:
@@ -234,8 +239,9 @@ def fact_check(text: str | None, probe: Any) -> tuple[list[bool], list[bool]]:
     ``text`` states one of its aliases, and whether it states one of its wrong values (both by
     :func:`states_value`). A text may state a fact's right and wrong values together."""
     facts = getattr(probe, "required_facts", None) or []
-    found = [any(states_value(text, a) for a in fact.answers) for fact in facts]
-    wrong = [any(states_value(text, w) for w in (getattr(fact, "wrong_values", None) or [])) for fact in facts]
+    norm = normalize_value(text)  # once, not once per value looked for
+    found = [any(_stated(norm, a) for a in fact.answers) for fact in facts]
+    wrong = [any(_stated(norm, w) for w in (getattr(fact, "wrong_values", None) or [])) for fact in facts]
     return found, wrong
 
 
