@@ -31,6 +31,7 @@ AGREEMENT_BOUNDS = {
     "phantomwiki_s2": (0.95, 0.95),
     "phantomwiki_s3": (0.95, 0.95),
     "engdocs": (0.95, 0.95),
+    "engdocs_long": (0.95, 0.95),
     "nq": (0.9, 0.9),
     "strategyqa": (0.95, 0.95),
     "triviaqa": (0.95, 0.95),

@@ -23,12 +23,14 @@ from flarebench.probes.wikipedia import MentionIndex, doc_id, read_member, selec
 REPO = Path(__file__).resolve().parents[1]
 PHANTOM = [n for n in shipped_names() if n == "phantomwiki" or n.startswith("phantomwiki_")]
 WIKI = {"strategyqa": "build_strategyqa.py", "nq": "build_opendomain.py", "triviaqa": "build_opendomain.py"}
+# built together from one source by build_engdocs.py (their own rules: tests/test_engdocs.py, test_engdocs_long.py)
+ENGDOCS = ("engdocs", "engdocs_long")
 # "- documents: 50" / "- probes: 50" lines, as every set built here writes them
 _COUNT = re.compile(r"^\s*[-*]\s*(documents|probes)\s*:\s*([\d,]+)\s*$", re.MULTILINE)
 
 
 def test_the_expected_sets_are_shipped():
-    assert {"phantomwiki", "phantomwiki_s2", "phantomwiki_s3", *WIKI} <= set(shipped_names())
+    assert {"phantomwiki", "phantomwiki_s2", "phantomwiki_s3", *WIKI, *ENGDOCS} <= set(shipped_names())
     assert set(WORLDS) <= set(PHANTOM)
 
 
@@ -38,7 +40,7 @@ def test_shipped_set_validates_loads_and_matches_readme(name):
     ps = load_probe_set(name)
     assert ps.licence, name
     stated = {k: int(v.replace(",", "")) for k, v in _COUNT.findall(ps.readme)}
-    if name in PHANTOM or name in WIKI:  # sets from other builders may state counts in prose
+    if name in PHANTOM or name in WIKI or name in ENGDOCS:  # sets from other builders may state counts in prose
         assert set(stated) == {"documents", "probes"}, name
     assert stated.get("documents", len(ps.corpus)) == len(ps.corpus), name
     assert stated.get("probes", len(ps.probes)) == len(ps.probes), name
@@ -48,9 +50,9 @@ def test_shipped_set_validates_loads_and_matches_readme(name):
         assert set(p.gold_doc_ids) <= ids, p.id
 
 
-@pytest.mark.parametrize("name", [*PHANTOM, *WIKI])
+@pytest.mark.parametrize("name", [*PHANTOM, *WIKI, *ENGDOCS])
 def test_readme_names_its_rebuild_command(name):
-    script = WIKI.get(name, "build_phantomwiki.py")
+    script = "build_engdocs.py" if name in ENGDOCS else WIKI.get(name, "build_phantomwiki.py")
     assert f"python probes/{script}" in load_probe_set(name).readme
     assert (SHIPPED_DIR / script).is_file()
 
