@@ -76,6 +76,28 @@ COMPACT_COLUMNS = [
     "latency_p50_s",
     "latency_p95_s",
 ]
+#: The same for a run of long probes: what the answers state in place of em/f1, then when active
+#: retrieval fired and what a reader of the streamed answer waited.
+COMPACT_LONG_COLUMNS = [
+    "strategy",
+    "n",
+    "errors",
+    "fact_recall",
+    "incomplete_rate",
+    "wrong_version_rate",
+    "recall",
+    "faithfulness",
+    "retrieval_rate",
+    "triggered_share",
+    "lm_calls_per_q",
+    "prompt_tokens_per_q",
+    "evaluated_tokens_per_q",
+    "cost_per_q",
+    "latency_p95_s",
+    "latency_p95_triggered_s",
+    "ttfs_p95_s",
+    "stall_p95_s",
+]
 
 
 def interval_text(delta: float, lo: float, hi: float) -> str:
@@ -86,10 +108,11 @@ def interval_text(delta: float, lo: float, hi: float) -> str:
 
 
 def compact_frame(summary: pd.DataFrame) -> pd.DataFrame:
-    """The summary's :data:`COMPACT_COLUMNS` (and, for a run served from --cache, the cached share
+    """The summary's :data:`COMPACT_COLUMNS` (:data:`COMPACT_LONG_COLUMNS` for a run of long probes;
+    and, for a run served from --cache, the cached share
     and cold and warm p50 latency) plus one column per delta, written "delta [lo, hi]"
     (a star where the 95% interval excludes 0), headed by the reference strategy."""
-    columns = list(COMPACT_COLUMNS)
+    columns = list(COMPACT_LONG_COLUMNS if "fact_recall" in summary else COMPACT_COLUMNS)
     if "cached_share" in summary and (summary["cached_share"].fillna(0) > 0).any():
         # A warm run: its latency means little without the share served from the cache beside it.
         columns += ["cached_share", "latency_p50_cold_s", "latency_p50_warm_s"]

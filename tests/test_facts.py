@@ -231,6 +231,11 @@ def test_a_run_with_long_probes_is_rescored_from_its_traces(tmp_path, monkeypatc
     run_dir = tmp_path / "run"
     code, out, err = run_cli("run", "--probes", str(folder), "--strategy", "no_retrieval", "--report-dir", str(run_dir))
     assert code == 0, out + err
+    # the terminal table of a long run: what the answers state, when retrieval fired, the streaming waits
+    header = next(line for line in out.splitlines() if line.startswith("| strategy"))
+    for column in ("fact_recall", "incomplete_rate", "wrong_version_rate", "triggered_share", "ttfs_p95_s"):
+        assert f" {column} " in header, header
+    assert " em " not in header
     csv_run, md_run = (run_dir / "summary.csv").read_text(), (run_dir / "summary.md").read_text()
     # a set of long probes asks for long answers: the long-form prompt, 256 tokens
     assert {(r.prompt.static, r.max_tokens) for r in lm.requests} == {(LONG_CLOSED_BOOK.static, 256)}
