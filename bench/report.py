@@ -1,4 +1,4 @@
-"""Writing a run folder's derived files: summary.csv, summary.md, and the terminal table."""
+"""Writing a run folder's derived files: summary.csv, summary.md, adoption.md, and the terminal table."""
 
 from __future__ import annotations
 
@@ -10,6 +10,7 @@ from pathlib import Path
 import pandas as pd
 from tabulate import tabulate
 
+from flarebench.bench.adoption import ADOPTION_MD, adoption, markdown
 from flarebench.bench.metrics import COLUMN_DOCS, SUMMARY_COLUMNS, probe_row, summarize
 from flarebench.strategies.records import Trace
 
@@ -49,12 +50,25 @@ def summary_frame(
 ) -> pd.DataFrame:
     """One row per strategy spec, from the traces and the probes they answer; ``price`` (a
     :class:`flarebench.bench.prices.Price`) prices cost_per_q, ``reference`` is the delta columns' reference,
-    ``faithfulness`` holds :func:`flarebench.bench.faithfulness.faithfulness_rows` for these traces."""
+    ``faithfulness`` holds :func:`flarebench.bench.faithfulness.faithfulness_rows` for these traces.
+    ``attrs["adoption"]`` holds the run's adoption tables (:func:`flarebench.bench.adoption.adoption`,
+    made here, where the per-probe rows their intervals need are at hand), which adoption.md and
+    report.html show."""
     rows = probe_rows(traces, probes)
     if rows.empty:
         # No trace yet: an empty summary with every column.
-        return pd.DataFrame(columns=SUMMARY_COLUMNS)
-    return summarize(rows, order=order, price=price, reference=reference, faithfulness=faithfulness)
+        summary = pd.DataFrame(columns=SUMMARY_COLUMNS)
+        summary.attrs["adoption"] = adoption(summary, reference=reference)
+        return summary
+    summary = summarize(rows, order=order, price=price, reference=reference, faithfulness=faithfulness)
+    summary.attrs["adoption"] = adoption(summary, rows, faithfulness, reference)
+    return summary
+
+
+def adoption_of(summary: pd.DataFrame):
+    """The summary's adoption tables: those :func:`summary_frame` made, else (a summary made
+    otherwise) tables from the summary alone, without intervals."""
+    return summary.attrs.get("adoption") or adoption(summary)
 
 
 #: The columns a reader compares first: the terminal table and the report's main table (summary.csv,
@@ -135,8 +149,9 @@ def format_table(summary: pd.DataFrame, fmt: str = "github", compact: bool = Fal
 
 
 def write_summary(run_dir: Path, summary: pd.DataFrame, config: dict) -> None:
-    """Write summary.csv (plain decimals) and summary.md (the table, its column definitions and
-    the configuration it came from)."""
+    """Write summary.csv (plain decimals), summary.md (the table, its column definitions and
+    the configuration it came from) and adoption.md (the before/after tables against the reference,
+    :mod:`flarebench.bench.adoption`)."""
     run_dir = Path(run_dir)
     write_atomic(run_dir / SUMMARY_CSV, summary.to_csv(index=False, float_format="%.6g"))
     defs = "\n".join(f"- `{c}`: {COLUMN_DOCS[c]}" for c in summary.columns if c in COLUMN_DOCS)
@@ -151,3 +166,4 @@ def write_summary(run_dir: Path, summary: pd.DataFrame, config: dict) -> None:
         + f"## Configuration\n\n```json\n{json.dumps(config, indent=2)}\n```\n"
     )
     write_atomic(run_dir / SUMMARY_MD, md)
+    write_atomic(run_dir / ADOPTION_MD, markdown(adoption_of(summary), run_dir.name))
