@@ -122,8 +122,13 @@ def _triggered(g: Group, _faithfulness) -> pd.Series:
     return g.by_probe(fired(g).astype(float))
 
 
-def _latency(g: Group, _faithfulness) -> pd.Series:
-    return g.by_probe(g.rows["latency_s"].astype(float))
+def _per_probe(column: str) -> PerProbe:
+    """The probes' values of a per-probe row column, those without one (NaN) left out."""
+
+    def values(g: Group, _faithfulness) -> pd.Series:
+        return g.by_probe(g.rows[column].astype(float)).dropna()
+
+    return values
 
 
 def _unfaithful_reason(row: Mapping[str, Any]) -> str:
@@ -136,7 +141,7 @@ def _unfaithful_reason(row: Mapping[str, Any]) -> str:
 
 _RELATIVE_DOC = (
     "the after value is this strategy's sum over the reference's on the same probes, minus 1 (+38% is 38% "
-    "more); before is the reference against itself; the difference is that ratio (no interval)"
+    "more); there is no before value (the reference against itself); the difference is that ratio (no interval)"
 )
 
 FAITHFULNESS = Measure(
@@ -193,13 +198,29 @@ LATENCY = Measure(
     "95th percentile of the wall time per question; the difference is of the two p95s over the probes "
     "both answered, its interval from the same paired resamples",
     "no probe",
-    _latency,
+    _per_probe("latency_s"),
     statistic=p95,
 )
-#: The streaming columns, shown where the summary has them (difference without interval).
+#: The streaming columns: what a reader of the streamed answer waits.
 STREAMING = (
-    Measure("p95 time to first sentence", "ttfs_p95_s", SECONDS, "", "not measured"),
-    Measure("p95 mid-answer stall", "stall_p95_s", SECONDS, "", "not measured"),
+    Measure(
+        "p95 time to first sentence",
+        "ttfs_p95_s",
+        SECONDS,
+        "",
+        "no answer showed a sentence",
+        _per_probe("ttfs_s"),
+        statistic=p95,
+    ),
+    Measure(
+        "p95 mid-answer stall",
+        "stall_p95_s",
+        SECONDS,
+        "",
+        "no answer has two sentences",
+        _per_probe("stall_s"),
+        statistic=p95,
+    ),
 )
 TOKENS_TRIGGERED = Measure(
     "tokens on queries where it fired",
@@ -240,9 +261,7 @@ def measures(summary: pd.DataFrame) -> tuple[list[Measure], list[str]]:
     defines them."""
     notes = []
     incomplete = INCOMPLETE_OR_WRONG if INCOMPLETE_OR_WRONG.column in summary.columns else INCOMPLETE
-    shown = [FAITHFULNESS, incomplete, TRIGGERED, RETRIEVALS, LATENCY]
-    shown += [m for m in STREAMING if m.column in summary.columns]
-    shown += [TOKENS_TRIGGERED, TOKENS_BLENDED]
+    shown = [FAITHFULNESS, incomplete, TRIGGERED, RETRIEVALS, LATENCY, *STREAMING, TOKENS_TRIGGERED, TOKENS_BLENDED]
     cost = summary["cost_per_q"] if "cost_per_q" in summary.columns else pd.Series(dtype=float)
     priced = "cost_rel_blended" in summary.columns and summary["cost_rel_blended"].notna().any()
     if priced:
@@ -256,11 +275,6 @@ def measures(summary: pd.DataFrame) -> tuple[list[Measure], list[str]]:
         notes.append("cost rows left out: the LM is priced at 0 (a local model); the token rows stand for its cost")
     else:
         notes.append("cost rows left out: the reference costs 0, so no cost is relative to it")
-    if not any(m.column in summary.columns for m in STREAMING):
-        notes.append(
-            "streaming rows (p95 time to first sentence, p95 mid-answer stall) left out: this run's "
-            "summary has no ttfs_p95_s or stall_p95_s"
-        )
     return [m for m in shown if m.column in summary.columns], notes
 
 
@@ -298,7 +312,9 @@ def _reason(m: Measure, row: Mapping[str, Any]) -> str:
     return m.empty(row) if callable(m.empty) else m.empty
 
 
-def _cell(m: Measure, row: Mapping[str, Any]) -> str:
+def _cell(m: Measure, row: Mapping[str, Any], reference: bool = False) -> str:
+    if reference and m.unit == RELATIVE:
+        return _missing("the reference")  # relative to itself: nothing to show
     v = _value(row, m.column)
     return _missing(_reason(m, row)) if v is None else _number(m, v)
 
@@ -377,7 +393,7 @@ def adoption(
         cells = [
             Row(
                 m.label,
-                _cell(m, ref),
+                _cell(m, ref, reference=True),
                 _cell(m, mine),
                 _difference(m, ref, mine, _pairs(m, rows, faithfulness, strategy, reference)),
             )
