@@ -329,8 +329,8 @@ def build_parser() -> argparse.ArgumentParser:
         _run,
         "run strategies on a probe set and write a run folder with its report",
         "Run strategies on a probe set; the options are those of `pytest bench`. Writes summary.csv, "
-        "summary.md, run.json, traces.jsonl and report.html into the run folder. Ctrl-C stops cleanly, "
-        "keeping every finished probe; the same command resumes.",
+        "summary.md, adoption.md, run.json, traces.jsonl and report.html into the run folder. Ctrl-C "
+        "stops cleanly, keeping every finished probe; the same command resumes.",
     )
     _add_run_options(run)
     compare = command(
@@ -338,9 +338,9 @@ def build_parser() -> argparse.ArgumentParser:
         _compare,
         "run several strategies on one probe set into one comparison report",
         "Run two or more strategies (repeat --strategy; default: all six) on one probe set and write one "
-        "report: one table with paired-bootstrap deltas against --reference, plots of quality against cost "
-        "and p95 latency with the Pareto front, latency distributions and a trace viewer. The options are "
-        "those of `run`.",
+        "report: one table with paired-bootstrap deltas against --reference, before/after adoption tables "
+        "against it (adoption.md), plots of quality against cost and p95 latency with the Pareto front, "
+        "latency distributions and a trace viewer. The options are those of `run`.",
     )
     _add_run_options(compare)
     sweep = command(
@@ -370,7 +370,7 @@ def build_parser() -> argparse.ArgumentParser:
         "score",
         _score,
         "recompute a run's metrics from its traces.jsonl",
-        "Recompute summary.csv and summary.md of RUN_DIR from traces.jsonl, without generating.",
+        "Recompute summary.csv, summary.md and adoption.md of RUN_DIR from traces.jsonl, without generating.",
     )
     _add_scoring_options(score)
     score.add_argument(
@@ -386,8 +386,8 @@ def build_parser() -> argparse.ArgumentParser:
             _report,
             "rebuild a run's summary and report.html from its traces.jsonl",
             "Score RUN_DIR again from traces.jsonl (as `score`) and write report.html: one self-contained "
-            "page (no network) with the table, column definitions, configuration, plots and a trace viewer. "
-            "Works on a partial run too.",
+            "page (no network) with the table, the adoption tables, column definitions, configuration, plots "
+            "and a trace viewer. Works on a partial run too.",
         )
     )
     init = command(

@@ -1,11 +1,12 @@
 """report.html: one self-contained page per run folder (no network: styles, script and PNG plots
 inlined) that a reader who never ran the tool can decide from.
 
-It holds the comparison table, the plots (bench/plots.py), the column definitions, the run
-configuration and a trace viewer. Every piece of corpus or model text is escaped: with
-``html.escape`` in the markup, and in the embedded JSON the viewer reads, ``<``, ``>`` and ``&`` are
-written as ``\\u003c``, ``\\u003e``, ``\\u0026`` so no text can close the script element. The viewer
-builds its DOM with ``textContent`` only, never ``innerHTML``.
+It holds the comparison table, the adoption tables (bench/adoption.py, as adoption.md), the plots
+(bench/plots.py), the column definitions, the run configuration and a trace viewer. Every piece of
+corpus or model text is escaped: with ``html.escape`` in the markup, and in the embedded JSON the
+viewer reads, ``<``, ``>`` and ``&`` are written as ``\\u003c``, ``\\u003e``, ``\\u0026`` so no text
+can close the script element. The viewer builds its DOM with ``textContent`` only, never
+``innerHTML``.
 """
 
 from __future__ import annotations
@@ -14,15 +15,17 @@ import base64
 import html
 import json
 import math
+import re
 from pathlib import Path
 from typing import Any
 
 import pandas as pd
 
 from flarebench.bench import plots
+from flarebench.bench.adoption import Adoption, headers, intro
 from flarebench.bench.findings import findings
 from flarebench.bench.metrics import COLUMN_DOCS
-from flarebench.bench.report import compact_frame, probe_rows, write_atomic
+from flarebench.bench.report import adoption_of, compact_frame, probe_rows, write_atomic
 from flarebench.strategies.records import Trace
 
 REPORT_HTML = "report.html"
@@ -130,6 +133,34 @@ def _table(frame: pd.DataFrame, table_id: str) -> str:
     return frame.to_html(
         index=False, escape=True, na_rep="", float_format=lambda x: f"{x:.3f}", border=0, table_id=table_id
     )
+
+
+def _marked(text: str) -> str:
+    """Escaped text, its Markdown code marks (`x`) as <code>x</code>."""
+    return re.sub(r"`([^`]*)`", r"<code>\1</code>", html.escape(text))
+
+
+def _adoption(a: Adoption) -> str:
+    """The Adoption section: adoption.md's tables, legend and notes (or its one line)."""
+    if a.absent is not None:
+        return f"<p>{_marked(a.absent)}</p>"
+    parts = [f"<p>{_marked(intro(a))}</p>"]
+    for i, t in enumerate(a.tables, 1):
+        frame = pd.DataFrame(
+            [[r.label, r.before, r.after, r.difference] for r in t.rows], columns=headers(a, t.strategy)
+        )
+        parts.append(f'<h3>{html.escape(t.strategy)}</h3><div class="scroll">{_table(frame, f"adoption-{i}")}</div>')
+    legend = "".join(
+        f"<li><b>{html.escape(label)}</b> (<code>{html.escape(column)}</code>): {html.escape(doc)}</li>"
+        for label, column, doc in a.legend
+    )
+    parts.append(
+        f"<h3>Rows</h3><ul>{legend}</ul><p>Each column is defined under "
+        '<a href="#columns">Column definitions</a> and in flarebench\'s <code>docs/metrics.md</code>.</p>'
+    )
+    if a.notes:
+        parts.append("<h3>Notes</h3><ul>" + "".join(f"<li>{_marked(n)}</li>" for n in a.notes) + "</ul>")
+    return "\n".join(parts)
 
 
 def _figure(png: bytes | None, fig_id: str, alt: str, caption: str, wide: bool = False) -> str:
@@ -242,6 +273,7 @@ def render(summary: pd.DataFrame, info: dict, traces: list[Trace], probe_set) ->
         findings=f'<section id="findings"><h2>What this run shows</h2><ul>{shows}</ul></section>' if shows else "",
         notes=f"<h3>Notes</h3><ul>{notes}</ul>" if notes else "",
         table=_table(compact, "summary"),
+        adoption=_adoption(adoption_of(summary)),
         full_table=_table(summary, "summary-full"),
         plots=_plots(summary, rows, study, order),
         defs=defs,
@@ -274,14 +306,19 @@ _PAGE = """<!DOCTYPE html>
 <body>
 <h1>{title}</h1>
 <p>{head}</p>
-<nav><a href="#comparison">Comparison</a><a href="#plots">Plots</a><a href="#viewer">Trace viewer</a>
-<a href="#columns">Column definitions</a><a href="#configuration">Configuration</a></nav>
+<nav><a href="#comparison">Comparison</a><a href="#adoption">Adoption</a><a href="#plots">Plots</a>
+<a href="#viewer">Trace viewer</a><a href="#columns">Column definitions</a>
+<a href="#configuration">Configuration</a></nav>
 {findings}
 <section id="comparison">
 <h2>Comparison</h2>
 <div class="scroll">{table}</div>
 {notes}
 <details><summary>Every column (as in summary.csv)</summary><div class="scroll">{full_table}</div></details>
+</section>
+<section id="adoption">
+<h2>Adoption</h2>
+{adoption}
 </section>
 <section id="plots">
 <h2>Plots</h2>

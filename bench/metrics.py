@@ -47,7 +47,8 @@ def probe_row(trace: Trace, probe: Any) -> dict[str, Any]:
     ``answer``, ``answer_rule`` and ``echo`` (:mod:`~flarebench.bench.scorers.answer`); ``recall``
     (:mod:`~flarebench.bench.scorers.recall`); ``stop_reason`` and ``incomplete``
     (:mod:`~flarebench.bench.scorers.incomplete`); ``steps``, ``triggered_steps`` and ``retrievals``;
-    ``lm_calls`` and the token counts; ``latency_s``; ``cache_hits`` and ``cacheable``; ``lm_s``,
+    ``lm_calls`` and the token counts; ``latency_s``; ``ttfs_s`` and ``stall_s``
+    (:mod:`~flarebench.bench.scorers.streaming`); ``cache_hits`` and ``cacheable``; ``lm_s``,
     ``retrieval_s`` and ``harness_s``; ``gate_score``, ``gate_fired`` and ``gate_threshold``.
     """
     if trace.probe_id and trace.probe_id != probe.id:

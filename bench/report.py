@@ -1,4 +1,4 @@
-"""Writing a run folder's derived files: summary.csv, summary.md, and the terminal table."""
+"""Writing a run folder's derived files: summary.csv, summary.md, adoption.md, and the terminal table."""
 
 from __future__ import annotations
 
@@ -10,6 +10,7 @@ from pathlib import Path
 import pandas as pd
 from tabulate import tabulate
 
+from flarebench.bench.adoption import ADOPTION_MD, adoption, markdown
 from flarebench.bench.metrics import COLUMN_DOCS, SUMMARY_COLUMNS, probe_row, summarize
 from flarebench.strategies.records import Trace
 
@@ -49,12 +50,25 @@ def summary_frame(
 ) -> pd.DataFrame:
     """One row per strategy spec, from the traces and the probes they answer; ``price`` (a
     :class:`flarebench.bench.prices.Price`) prices cost_per_q, ``reference`` is the delta columns' reference,
-    ``faithfulness`` holds :func:`flarebench.bench.faithfulness.faithfulness_rows` for these traces."""
+    ``faithfulness`` holds :func:`flarebench.bench.faithfulness.faithfulness_rows` for these traces.
+    ``attrs["adoption"]`` holds the run's adoption tables (:func:`flarebench.bench.adoption.adoption`,
+    made here, where the per-probe rows their intervals need are at hand), which adoption.md and
+    report.html show."""
     rows = probe_rows(traces, probes)
     if rows.empty:
         # No trace yet: an empty summary with every column.
-        return pd.DataFrame(columns=SUMMARY_COLUMNS)
-    return summarize(rows, order=order, price=price, reference=reference, faithfulness=faithfulness)
+        summary = pd.DataFrame(columns=SUMMARY_COLUMNS)
+        summary.attrs["adoption"] = adoption(summary, reference=reference)
+        return summary
+    summary = summarize(rows, order=order, price=price, reference=reference, faithfulness=faithfulness)
+    summary.attrs["adoption"] = adoption(summary, rows, faithfulness, reference)
+    return summary
+
+
+def adoption_of(summary: pd.DataFrame):
+    """The summary's adoption tables: those :func:`summary_frame` made, else (a summary made
+    otherwise) tables from the summary alone, without intervals."""
+    return summary.attrs.get("adoption") or adoption(summary)
 
 
 #: The columns a reader compares first: the terminal table and the report's main table (summary.csv,
@@ -76,6 +90,28 @@ COMPACT_COLUMNS = [
     "latency_p50_s",
     "latency_p95_s",
 ]
+#: The same for a run of long probes: what the answers state in place of em/f1, then when active
+#: retrieval fired and what a reader of the streamed answer waited.
+COMPACT_LONG_COLUMNS = [
+    "strategy",
+    "n",
+    "errors",
+    "fact_recall",
+    "incomplete_rate",
+    "wrong_version_rate",
+    "recall",
+    "faithfulness",
+    "retrieval_rate",
+    "triggered_share",
+    "lm_calls_per_q",
+    "prompt_tokens_per_q",
+    "evaluated_tokens_per_q",
+    "cost_per_q",
+    "latency_p95_s",
+    "latency_p95_triggered_s",
+    "ttfs_p95_s",
+    "stall_p95_s",
+]
 
 
 def interval_text(delta: float, lo: float, hi: float) -> str:
@@ -86,10 +122,11 @@ def interval_text(delta: float, lo: float, hi: float) -> str:
 
 
 def compact_frame(summary: pd.DataFrame) -> pd.DataFrame:
-    """The summary's :data:`COMPACT_COLUMNS` (and, for a run served from --cache, the cached share
+    """The summary's :data:`COMPACT_COLUMNS` (:data:`COMPACT_LONG_COLUMNS` for a run of long probes;
+    and, for a run served from --cache, the cached share
     and cold and warm p50 latency) plus one column per delta, written "delta [lo, hi]"
     (a star where the 95% interval excludes 0), headed by the reference strategy."""
-    columns = list(COMPACT_COLUMNS)
+    columns = list(COMPACT_LONG_COLUMNS if "fact_recall" in summary else COMPACT_COLUMNS)
     if "cached_share" in summary and (summary["cached_share"].fillna(0) > 0).any():
         # A warm run: its latency means little without the share served from the cache beside it.
         columns += ["cached_share", "latency_p50_cold_s", "latency_p50_warm_s"]
@@ -112,8 +149,9 @@ def format_table(summary: pd.DataFrame, fmt: str = "github", compact: bool = Fal
 
 
 def write_summary(run_dir: Path, summary: pd.DataFrame, config: dict) -> None:
-    """Write summary.csv (plain decimals) and summary.md (the table, its column definitions and
-    the configuration it came from)."""
+    """Write summary.csv (plain decimals), summary.md (the table, its column definitions and
+    the configuration it came from) and adoption.md (the before/after tables against the reference,
+    :mod:`flarebench.bench.adoption`)."""
     run_dir = Path(run_dir)
     write_atomic(run_dir / SUMMARY_CSV, summary.to_csv(index=False, float_format="%.6g"))
     defs = "\n".join(f"- `{c}`: {COLUMN_DOCS[c]}" for c in summary.columns if c in COLUMN_DOCS)
@@ -128,3 +166,4 @@ def write_summary(run_dir: Path, summary: pd.DataFrame, config: dict) -> None:
         + f"## Configuration\n\n```json\n{json.dumps(config, indent=2)}\n```\n"
     )
     write_atomic(run_dir / SUMMARY_MD, md)
+    write_atomic(run_dir / ADOPTION_MD, markdown(adoption_of(summary), run_dir.name))

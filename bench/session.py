@@ -27,6 +27,7 @@ from flarebench.bench.runlock import LOCK, LockHeld, RunLock
 from flarebench.bench.runner import TRACES, TraceError, TraceLog, run_strategy
 from flarebench.probes.load import SHIPPED_DIR, ProbeError, load_probe_set
 from flarebench.strategies.backends import lm_class, make_lm, make_retriever
+from flarebench.strategies.base import LONG_ANSWER_DEFAULTS
 from flarebench.strategies.lm import LMError, LMUnavailable
 from flarebench.strategies.records import Trace
 from flarebench.strategies.registry import expand, parse_spec
@@ -119,7 +120,9 @@ class BenchSession:
         from flarebench.strategies.registry import SpecError
 
         try:
-            self.strategies = {spec: parse_spec(spec) for spec in self.specs}
+            # A set of long probes asks every spec for long answers, unless the spec says otherwise.
+            defaults = LONG_ANSWER_DEFAULTS if self.probe_set.answer_form == "long" else None
+            self.strategies = {spec: parse_spec(spec, defaults) for spec in self.specs}
         except SpecError as e:
             raise ConfigError(str(e)) from None
         # A bad price file fails before anything heavy is loaded; the LM's name picks the price below.

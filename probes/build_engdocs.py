@@ -22,11 +22,11 @@ live as data in ``probes/engdocs/source/`` (in the repository; a wheel ships onl
   placeholders for its counts (``$$`` is a dollar sign).
 
 Running this script writes both sets' ``corpus.jsonl``, ``probes.jsonl`` and ``README.md``
-deterministically (two runs give identical bytes)::
+deterministically (two runs give identical bytes; engdocs_long's README states retrieval figures that
+bm25s measures during the build)::
 
     python probes/build_engdocs.py            # rewrite probes/engdocs/ and probes/engdocs_long/
     python probes/build_engdocs.py --check    # exit 1 if the committed files differ
-    python probes/build_engdocs.py --measure  # print FACT_COVERAGE (engdocs_long's README) afresh
 
 ``check()`` verifies that every quote (a step's or a fact's ``says``) occurs verbatim in its
 document, and that every document and probe id is unique, every document has 80-300 words and a
@@ -48,6 +48,7 @@ import argparse
 import json
 import re
 import sys
+import tempfile
 import tomllib
 from collections import Counter
 from dataclasses import dataclass, field
@@ -117,21 +118,9 @@ FIRST_HOP = {
     3: (9, 4, 0, 0.36),
     4: (5, 2, 0, 0.25),
 }
-# engdocs_long: how many required facts have their document in the question's BM25 top k (the
-# default bm25s retriever, the question alone, as FIRST_HOP), by fact position and for whole answers,
-# as fact_coverage() measures it.  Measured when the set was written (--measure prints it);
-# tests/test_engdocs_long.py recomputes it.
+# engdocs_long's README measures, when the set is built, how many required facts have their document
+# in the question's top k of the default bm25s retriever (fact_coverage()), besides measure_sets's figures.
 COVERAGE_K = (3, 5)
-FACT_COVERAGE = {
-    "f1": (49, 36, 40),
-    "f2": (49, 36, 42),
-    "f3": (49, 38, 42),
-    "f4": (47, 30, 35),
-    "f5": (39, 26, 31),
-    "f6": (22, 14, 17),
-    "all facts": (255, 180, 207),
-    "whole answers": (49, 11, 15),
-}
 
 
 class Entry(NamedTuple):
@@ -509,7 +498,15 @@ def render_readme(template: str, corpus: list[dict], probes: list[dict]) -> str:
 
 
 def render_long_readme(template: str, corpus: list[dict], probes: list[dict]) -> str:
-    """The engdocs_long README: the template with its counts filled in."""
+    """The engdocs_long README: the template with its counts and its retrieval measurements filled in:
+    measure_sets's section (a fact counts when an alias occurs in a top-5 document) and, by fact
+    position, whether the fact's own document is in the top k (fact_coverage())."""
+    from flarebench.probes.measure_sets import measure_folder, readme_section  # bm25s: only to measure
+
+    with tempfile.TemporaryDirectory() as tmp:
+        for name, rows in (("corpus.jsonl", corpus), ("probes.jsonl", probes)):
+            (Path(tmp) / name).write_text(_jsonl(rows), encoding="utf-8")
+        difficulty = readme_section(measure_folder(tmp)).rstrip("\n")
     facts = [f for p in probes for f in p["required_facts"]]
     per_probe = Counter(len(p["required_facts"]) for p in probes)
     return Template(template).substitute(
@@ -519,11 +516,12 @@ def render_long_readme(template: str, corpus: list[dict], probes: list[dict]) ->
         n_wrong=sum(len(f["wrong_values"]) for f in facts),
         trapped_probes=sum(any(f["wrong_values"] for f in p["required_facts"]) for p in probes),
         facts_hist="\n".join(f"| {n} | {per_probe[n]} | {'#' * per_probe[n]} |" for n in sorted(per_probe)),
+        difficulty=difficulty,
         k_cols=" | ".join(f"in top {k}" for k in COVERAGE_K),
         k_rule="|---" * len(COVERAGE_K),
         coverage="\n".join(
             f"| {name} | {row[0]} | " + " | ".join(f"{hit / row[0]:.2f}" for hit in row[1:]) + " |"
-            for name, row in FACT_COVERAGE.items()
+            for name, row in fact_coverage(corpus, probes).items()
         ),
     )
 
@@ -565,12 +563,7 @@ def main(argv: list[str] | None = None) -> int:
         "--out", type=Path, default=OUT, help="folder to write engdocs/ and engdocs_long/ into (default: probes)"
     )
     ap.add_argument("--check", action="store_true", help="compare with the files in --out instead of writing")
-    ap.add_argument("--measure", action="store_true", help="print FACT_COVERAGE as measured on the source, and exit")
     args = ap.parse_args(argv)
-    if args.measure:  # to update FACT_COVERAGE after editing probes_long.toml
-        src = read()
-        print(fact_coverage([e.row for e in src.corpus], [e.row for e in src.long]))
-        return 0
     try:
         wanted = files()
     except ValueError as e:

@@ -22,13 +22,19 @@ How each format becomes a corpus and probes:
 - ``2wiki`` (2WikiMultihopQA ``train.json``/``dev.json``): the same as HotpotQA, plus ``type``
   and ``evidences`` (subject, relation, object triples) kept in the metadata.
 - ``asqa`` (``ASQA.json``: ``{"train": {sample_id: sample}, "dev": {...}}``; also one split's
-  ``{sample_id: sample}``, or a list or JSON lines of samples): the question is
-  ``ambiguous_question``; the answers are the union of every ``qa_pairs[].short_answers`` as
-  aliases of a ``single`` answer (any one disambiguation's answer counts; the per-pair answers
-  and the long answers are kept in the metadata).  The file carries no retrieval corpus, so the
-  corpus is built from what it does carry: every ``annotations[].knowledge[].content`` passage
-  and every ``qa_pairs[].context`` paragraph (except "No context provided"), titled with its
-  ``wikipage`` and deduplicated by (title, text); a sample's own passages are its gold documents.
+  ``{sample_id: sample}``, or a list or JSON lines of samples): a ``long`` probe whose question is
+  ``ambiguous_question``.  Each of ``qa_pairs`` (the question's disambiguations) that has a short
+  answer is one required fact: id ``qa<N>`` (N its position in ``qa_pairs``, from 1), the fact
+  "<disambiguated question> <its first short answer>.", its aliases the pair's ``short_answers``
+  (deduplicated case-insensitively), its documents the sample's passages titled with the pair's
+  ``wikipage`` (none when it has none, or none of them is in the corpus), no wrong values.  So
+  ``fact_recall`` is ASQA's STR-EM: the share of the pairs one of whose short answers the long
+  answer states (here as whole words, normalised as em normalises; a pair without a short answer
+  is no fact).  The probe's ``answers`` are empty; the per-pair answers and the long answers are
+  kept in the metadata.  The file carries no retrieval corpus, so the corpus is built from what
+  it does carry: every ``annotations[].knowledge[].content`` passage and every
+  ``qa_pairs[].context`` paragraph (except "No context provided"), titled with its ``wikipage``
+  and deduplicated by (title, text); a sample's own passages are its gold documents.
 - ``strategyqa`` (``strategyqa_train.json``: qid, term, description, question, answer (bool),
   facts, decomposition, evidence): yes/no probes.  The file carries no paragraphs (``evidence``
   names paragraph ids of a separate file), so the corpus is every record's ``facts``, one
@@ -50,7 +56,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
-from .model import Document, Probe, ProbeSet
+from .model import Document, Probe, ProbeSet, RequiredFact
 
 FILE_FORMATS = ("hotpotqa", "2wiki", "asqa", "strategyqa")
 FORMAT_NAMES = {
@@ -548,12 +554,9 @@ def convert_asqa(rows: list[dict], fmt: str) -> tuple[list[Document], list[Probe
 
     for row in rows:
         gold: list[str] = []
-        answers: dict[str, str] = {}  # casefolded -> first spelling
         pairs = []
         for pair in row["qa_pairs"]:
             short = [a.strip() for a in pair.get("short_answers") or [] if a.strip()]
-            for a in short:
-                answers.setdefault(a.casefold(), a)
             pairs.append({"question": pair.get("question"), "short_answers": short})
             add(pair.get("wikipage"), pair.get("context"), gold)
         long_answers = []
@@ -562,6 +565,24 @@ def convert_asqa(rows: list[dict], fmt: str) -> tuple[list[Document], list[Probe
                 long_answers.append(ann["long_answer"])
             for k in ann.get("knowledge") or []:
                 add(k.get("wikipage"), k.get("content"), gold)
+        question = row["ambiguous_question"].strip()
+        facts = []
+        for i, (pair, kept) in enumerate(zip(row["qa_pairs"], pairs, strict=True), 1):
+            aliases: dict[str, str] = {}  # casefolded -> first spelling
+            for a in kept["short_answers"]:
+                aliases.setdefault(a.casefold(), a)
+            if not aliases:
+                continue  # no answer to look for: not a fact (ASQA's STR-EM would count it missed)
+            asked = (pair.get("question") or "").strip() or question
+            page = (pair.get("wikipage") or "").strip()
+            facts.append(
+                RequiredFact(
+                    id=f"qa{i}",
+                    fact=f"{asked} {kept['short_answers'][0].rstrip('.')}.",
+                    answers=list(aliases.values()),
+                    doc_ids=[d for d in gold if page and docs[d].title == page],
+                )
+            )
         key = row.get("_key") or str(row["sample_id"])
         meta = {"source_format": fmt, "source_id": key, "qa_pairs": pairs}
         if row.get("_split"):
@@ -574,11 +595,12 @@ def convert_asqa(rows: list[dict], fmt: str) -> tuple[list[Document], list[Probe
         probes.append(
             Probe(
                 id=key,
-                question=row["ambiguous_question"].strip(),
-                answers=list(answers.values()),
-                answer_type="single",
+                question=question,
+                answers=[],
+                answer_type="long",
                 gold_doc_ids=gold,
                 metadata=meta,
+                required_facts=facts,
             )
         )
     return list(docs.values()), probes

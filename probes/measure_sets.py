@@ -8,6 +8,9 @@
   string in any document) and PhantomWiki's "how many" probes (a count is never written out).
 - ``recall@5``: mean share of a probe's gold documents among the top 5, over probes that have
   gold documents (``n/a`` when none has).
+- ``facts@5``: for long probes (``answer_type`` ``long``, whose answer is their required facts, so
+  they are left out of ``answer@5``): the share of their required facts some alias of which occurs
+  in the top-5 documents (the same test), over all their facts (``-`` for a set without long probes).
 
 A low answer@5 means one retrieval with the question rarely finds the answer: the set needs
 multi-hop (or active) retrieval.  The retriever is the project's default, ``flarebench.strategies.bm25``.
@@ -18,7 +21,7 @@ from __future__ import annotations
 import argparse
 import re
 import sys
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 
 from .load import load_probe_set, shipped_names
@@ -70,6 +73,11 @@ class Difficulty:
     gold_measured: int
     recall_at_k: float | None
     k: int = K
+    long_probes: int = 0
+    facts_measured: int = 0  # required facts of the long probes
+    facts_at_k: float | None = None  # share of them with an alias in the top k
+    all_facts_at_k: float | None = None  # share of long probes with every fact in the top k
+    fact_hits: dict[str, list[bool]] = field(default_factory=dict, repr=False)  # long probe id -> per fact
 
 
 def measure(ps: ProbeSet, k: int = K) -> Difficulty:
@@ -79,14 +87,19 @@ def measure(ps: ProbeSet, k: int = K) -> Difficulty:
     retriever = BM25Retriever(ps.corpus)
     hits = measured = 0
     recalls: list[float] = []
+    fact_hits: dict[str, list[bool]] = {}
     for probe in ps.probes:
         top, _ = retriever.search(probe.question, k)
-        if answer_is_textual(probe):
+        if probe.answer_type == "long":
+            texts = [f"{p.title}\n{p.text}" for p in top]
+            fact_hits[probe.id] = [any(mentions(t, f.answers) for t in texts) for f in probe.required_facts]
+        elif answer_is_textual(probe):
             measured += 1
             hits += any(mentions(f"{p.title}\n{p.text}", probe.answers) for p in top)
         if probe.gold_doc_ids:
             found = {p.id for p in top} & set(probe.gold_doc_ids)
             recalls.append(len(found) / len(probe.gold_doc_ids))
+    flat = [found for hits_of in fact_hits.values() for found in hits_of]
     return Difficulty(
         name=ps.name,
         probes=len(ps.probes),
@@ -96,6 +109,11 @@ def measure(ps: ProbeSet, k: int = K) -> Difficulty:
         gold_measured=len(recalls),
         recall_at_k=sum(recalls) / len(recalls) if recalls else None,
         k=k,
+        long_probes=len(fact_hits),
+        facts_measured=len(flat),
+        facts_at_k=sum(flat) / len(flat) if flat else None,
+        all_facts_at_k=sum(all(f) for f in fact_hits.values()) / len(fact_hits) if fact_hits else None,
+        fact_hits=fact_hits,
     )
 
 
@@ -111,14 +129,28 @@ def _fmt(x: float | None) -> str:
 def readme_section(d: Difficulty, note: str = "") -> str:
     """A README section stating the measured difficulty, as the build scripts write it; ``note``
     (a paragraph on how to read the numbers for this kind of set) is appended."""
-    left_out = d.probes - d.answer_measured
+    left_out = d.probes - d.answer_measured - d.long_probes
     why = f'; {left_out} yes/no or "how many" probes left out: their answer is not a string' if left_out else ""
+    if d.long_probes:
+        why += f"; {d.long_probes} long probes left out: their answer is their required facts (below)"
     answer = (
         f"{_fmt(d.answer_at_k)}: the share of probes for which some answer string occurs (case-insensitive,\n"
         f"  whole words) in the title or text of a top-{d.k} document, over the {d.answer_measured} probes\n"
         f"  with a textual answer{why}"
         if d.answer_measured
+        else "n/a (every probe is long: its answer is its required facts, below)"
+        if d.long_probes == d.probes
+        else f"n/a (no probe has an answer that is a string in the documents: {left_out} yes/no or counts, "
+        f"{d.long_probes} long probes whose answer is their required facts, below)"
+        if d.long_probes
         else "n/a (no probe has an answer that is a string in the documents: yes/no or counts)"
+    )
+    facts = (
+        f"- required facts in top-{d.k}: {_fmt(d.facts_at_k)}: the share of the {d.facts_measured} required facts of\n"
+        f"  the {d.long_probes} long probes for which some alias occurs (the same test) in a top-{d.k} document;\n"
+        f"  long probes with every fact in the top {d.k}: {_fmt(d.all_facts_at_k)}\n"
+        if d.long_probes
+        else ""
     )
     recall = (
         f"{_fmt(d.recall_at_k)} (mean over the {d.gold_measured} probes with gold documents)"
@@ -131,7 +163,7 @@ Measured with `python -m flarebench.probes.measure_sets`: the project's bm25s re
 b 0.4, Porter stemmer) over this corpus, each question as the query, top {d.k}.
 
 - answer-in-top-{d.k}: {answer}
-- gold recall@{d.k}: {recall}
+{facts}- gold recall@{d.k}: {recall}
 """ + (f"\n{note}\n" if note else "")
 
 
@@ -143,13 +175,14 @@ def folder_bytes(path: Path) -> int:
 def table(rows: list[Difficulty], sizes: dict[str, int]) -> str:
     """A Markdown table of measured sets."""
     lines = [
-        f"| set | probes | docs | size KB | answer@{K} (measured) | recall@{K} (with gold) |",
-        "|---|---:|---:|---:|---|---|",
+        f"| set | probes | docs | size KB | answer@{K} (measured) | facts@{K} (facts) | recall@{K} (with gold) |",
+        "|---|---:|---:|---:|---|---|---|",
     ]
     for d in rows:
+        facts = f"{_fmt(d.facts_at_k)} ({d.facts_measured})" if d.long_probes else "-"
         lines.append(
             f"| {d.name} | {d.probes} | {d.docs} | {sizes[d.name] / 1024:.0f} | {_fmt(d.answer_at_k)}"
-            f" ({d.answer_measured}) | {_fmt(d.recall_at_k)} ({d.gold_measured}) |"
+            f" ({d.answer_measured}) | {facts} | {_fmt(d.recall_at_k)} ({d.gold_measured}) |"
         )
     return "\n".join(lines)
 

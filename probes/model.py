@@ -91,6 +91,12 @@ class ProbeSet:
         return hashlib.sha256((self.corpus_hash + self.probes_hash).encode("ascii")).hexdigest()
 
     @property
+    def answer_form(self) -> str:
+        """``long`` when the set's probes ask for long answers (a set does not mix them), else ``short``:
+        the prompt form its strategies use."""
+        return "long" if self.probes and all(p.answer_type == "long" for p in self.probes) else "short"
+
+    @property
     def licence(self) -> str | None:
         """The licence named by a ``Licence: ...`` line of the README, or None."""
         return find_licence(self.readme)

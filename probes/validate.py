@@ -94,6 +94,19 @@ def _check_ids(path: str, rows: list[tuple[int, dict]], problems: list[str]) -> 
                 first[i] = n
 
 
+def _check_one_form(path: str, rows: list[tuple[int, dict]], problems: list[str]) -> None:
+    """A set's probes are all long or none is: the set chooses the prompt form its strategies use."""
+    first = next(((n, obj.get("answer_type") == "long") for n, obj in rows), None)
+    for n, obj in rows:
+        if first and (obj.get("answer_type") == "long") != first[1]:
+            kinds = ("long", "short") if first[1] else ("short", "long")
+            problems.append(
+                f"{path}:{n}: answer_type: a {kinds[1]} probe in a set of {kinds[0]} probes (line {first[0]}); "
+                "a set is all long or all short, since it chooses the prompt form: split it in two"
+            )
+            return
+
+
 def _check_corpus(path: str, rows: list[tuple[int, dict]], problems: list[str]) -> None:
     for n, doc in rows:
         _unknown_fields(path, n, doc, _CORPUS_FIELDS, problems)
@@ -284,6 +297,7 @@ def check_folder(path, *, require_readme: bool = False) -> Checked:
         for n, probe in rows:
             _check_probe(probes_path, n, probe, doc_ids, found)
         _check_ids(probes_path, rows, found)
+        _check_one_form(probes_path, rows, found)
         out.problems += _by_line(probes_path, found)
         out.probes = [obj for _, obj in rows]
     readme_path = os.path.join(base, README_FILE)

@@ -6,10 +6,10 @@ import dataclasses
 import hashlib
 import json
 from abc import ABC, abstractmethod
-from typing import Any, ClassVar
+from typing import Any, ClassVar, Literal
 
 from flarebench.strategies.lm import LM
-from flarebench.strategies.prompts import OPEN_BOOK, STOP, extract_answer
+from flarebench.strategies.prompts import STOP, PromptTemplate, extract_answer, template
 from flarebench.strategies.records import FIRST_HOP, Passage, Retrieval, Step, Trace
 from flarebench.strategies.retriever import Retriever
 from flarebench.strategies.steps import LOOKAHEAD_TOKENS
@@ -32,6 +32,9 @@ class Strategy(ABC):
     k: int = 3
     #: Cap on the answer's length in tokens, all steps together.
     max_tokens: int = 128
+    #: ``short`` (reason, then "So the answer is X") or ``long`` (a few sentences, one fact each).
+    #: The probe set chooses it: a set of long probes runs with :data:`LONG_ANSWER_DEFAULTS`.
+    answer_form: Literal["short", "long"] = "short"
 
     def __post_init__(self) -> None:
         self.validate()
@@ -42,10 +45,17 @@ class Strategy(ABC):
             raise ValueError(f"k must be >= 1, got {self.k}")
         if self.max_tokens < 1:
             raise ValueError(f"max_tokens must be >= 1, got {self.max_tokens}")
+        if self.answer_form not in ("short", "long"):
+            raise ValueError(f"answer_form must be 'short' or 'long', got {self.answer_form!r}")
+
+    @property
+    def template(self) -> PromptTemplate:
+        """The open-book prompt template for this strategy's answer form."""
+        return template(self.answer_form)
 
     def static_prompts(self) -> tuple[str, ...]:
         """The static prompt prefixes this strategy sends (hashed into the run's configuration)."""
-        return (OPEN_BOOK.static,)
+        return (self.template.static,)
 
     def request_shape(self) -> dict[str, Any]:
         """What shapes this strategy's LM requests besides its parameters: every prompt it sends,
@@ -53,7 +63,7 @@ class Strategy(ABC):
         it writes. The run configuration records a hash of it, so a changed template is never
         resumed into an old run or served from an old cache entry. Override to add what a strategy
         sends beyond the default open-book prompt."""
-        return {"prompts": [OPEN_BOOK.sample()], "stops": [list(STOP)], "lookahead_tokens": LOOKAHEAD_TOKENS}
+        return {"prompts": [self.template.sample()], "stops": [list(STOP)], "lookahead_tokens": LOOKAHEAD_TOKENS}
 
     def request_sha256(self) -> str:
         """The hash of :meth:`request_shape` recorded in the run configuration."""
@@ -66,6 +76,10 @@ class Strategy(ABC):
     @abstractmethod
     def run(self, question: str, lm: LM, retriever: Retriever) -> Trace:
         """Answer ``question``; the Trace records every step, LM call and retrieval."""
+
+
+#: The parameters a set of long probes gives every strategy spec that does not set them itself.
+LONG_ANSWER_DEFAULTS = {"answer_form": "long", "max_tokens": 256}
 
 
 def finish(question: str, steps: list[Step], capped: str | None = None) -> Trace:

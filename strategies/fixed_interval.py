@@ -13,7 +13,7 @@ from typing import Literal
 
 from flarebench.strategies.base import Strategy, finish, retrieve
 from flarebench.strategies.lm import LM, Prompt
-from flarebench.strategies.prompts import OPEN_BOOK, STOP
+from flarebench.strategies.prompts import STOP
 from flarebench.strategies.records import FIRST_HOP, FIXED_INTERVAL, LMCall, Step, Trace
 from flarebench.strategies.registry import register
 from flarebench.strategies.retriever import Retriever
@@ -48,7 +48,7 @@ class FixedInterval(Strategy):
         answer, used = "", 0
         while True:
             text, call, n_tokens, ended = self._next_step(
-                lm, OPEN_BOOK.build(question, docs, answer), self.max_tokens - used
+                lm, self.template.build(question, docs, answer), self.max_tokens - used
             )
             steps.append(Step(text, [call], [retrieval]))
             answer += text

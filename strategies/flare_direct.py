@@ -15,7 +15,6 @@ from typing import Literal
 
 from flarebench.strategies.base import Strategy, finish, first_hop, retrieve
 from flarebench.strategies.lm import LM, Prompt
-from flarebench.strategies.prompts import OPEN_BOOK
 from flarebench.strategies.records import LOW_CONFIDENCE, LMCall, Passage, Retrieval, Step, Trace
 from flarebench.strategies.registry import register
 from flarebench.strategies.retriever import Retriever
@@ -110,7 +109,7 @@ class FlareDirect(Strategy):
             raise ValueError(f"max_retrievals must be >= 0 or none, got {self.max_retrievals}")
 
     def static_prompts(self) -> tuple[str, ...]:
-        return (OPEN_BOOK.static, QUESTION_PROMPT)
+        return (self.template.static, QUESTION_PROMPT)
 
     def request_shape(self) -> dict:
         shape = super().request_shape()
@@ -125,7 +124,8 @@ class FlareDirect(Strategy):
         answer, used, mid_retrievals = "", 0, 0
         while used < self.max_tokens:
             budget = min(self.lookahead_tokens, self.max_tokens - used)
-            draft = next_sentence(lm, OPEN_BOOK.build(question, docs, answer), budget, logprobs=True, purpose="draft")
+            prompt = self.template.build(question, docs, answer)
+            draft = next_sentence(lm, prompt, budget, logprobs=True, purpose="draft")
             calls, retrievals, pending = [draft.call], pending, []
             gate = self.judge(draft)
             sentence = draft
@@ -143,7 +143,7 @@ class FlareDirect(Strategy):
                         mid_retrievals += 1
                         docs = dedupe(docs + found)[: self.max_docs] if self.context == "accumulate" else found
                         sentence = next_sentence(
-                            lm, OPEN_BOOK.build(question, docs, answer), budget, logprobs=True, purpose="regenerate"
+                            lm, self.template.build(question, docs, answer), budget, logprobs=True, purpose="regenerate"
                         )
                         calls.append(sentence.call)
             answer += sentence.text

@@ -12,7 +12,7 @@ from dataclasses import dataclass
 
 from flarebench.strategies.base import Strategy, finish, first_hop, retrieve
 from flarebench.strategies.lm import LM
-from flarebench.strategies.prompts import EXEMPLARS, STOP, Exemplar, PromptTemplate
+from flarebench.strategies.prompts import EXEMPLARS, LONG_EXEMPLARS, STOP, Exemplar, PromptTemplate
 from flarebench.strategies.records import SEARCH_CALL, Step, Trace
 from flarebench.strategies.registry import register
 from flarebench.strategies.retriever import Retriever
@@ -22,33 +22,53 @@ SEARCH_OPEN = "[Search("
 SEARCH_CLOSE = (")]",)  # the stop that ends a search call
 BIASED = ("[", " [")  # the tokens that open a search call, raised by search_bias
 
-# The shared exemplars, with a search call before each fact the answer needs.
-SEARCH_EXEMPLARS = tuple(
-    Exemplar(ex.docs, ex.question, answer)
-    for ex, answer in zip(
-        EXEMPLARS,
-        (
-            " [Search(friend of Ivo Lanark)] The friend of Ivo Lanark is Bea Tull. [Search(mother of Bea Tull)] "
-            "The mother of Bea Tull is Rosa Tull. So the answer is Rosa Tull.",
-            " [Search(father of Nell Oster)] The father of Nell Oster is Tam Oster. [Search(hobby of Tam Oster)] "
-            "The hobby of Tam Oster is fishing. So the answer is fishing.",
-            " [Search(sons of Edda Voss)] The sons of Edda Voss are Kai Voss, Lin Voss. So the answer is 2.",
-            " [Search(friends of Ruth Kell)] The friends of Ruth Kell are Ada Moss, Bo Fink. "
-            "[Search(occupation of Ada Moss)] The occupation of Ada Moss is nurse. [Search(occupation of Bo Fink)] "
-            "The occupation of Bo Fink is actor. So the answer is nurse, actor.",
-        ),
-    )
-)
-# The exemplar answers start with their own space, so the template writes "Answer:" + answer.
-SEARCH_TEMPLATE = PromptTemplate(
-    open_book=True,
-    exemplars=tuple(Exemplar(ex.docs, ex.question, ex.answer[1:]) for ex in SEARCH_EXEMPLARS),
-    instruction=(
-        "Answer the question using the documents. When you need a fact that the documents do not give, "
-        "write [Search(query)] and the documents for that query will be provided. Reason step by step, "
-        'then end with "So the answer is" followed by the answer.\n\n'
+# The shared exemplars, short and long, with a search call before each fact the answer needs.
+SEARCH_ANSWERS = {
+    "short": (
+        "[Search(friend of Ivo Lanark)] The friend of Ivo Lanark is Bea Tull. [Search(mother of Bea Tull)] "
+        "The mother of Bea Tull is Rosa Tull. So the answer is Rosa Tull.",
+        "[Search(father of Nell Oster)] The father of Nell Oster is Tam Oster. [Search(hobby of Tam Oster)] "
+        "The hobby of Tam Oster is fishing. So the answer is fishing.",
+        "[Search(sons of Edda Voss)] The sons of Edda Voss are Kai Voss, Lin Voss. So the answer is 2.",
+        "[Search(friends of Ruth Kell)] The friends of Ruth Kell are Ada Moss, Bo Fink. "
+        "[Search(occupation of Ada Moss)] The occupation of Ada Moss is nurse. [Search(occupation of Bo Fink)] "
+        "The occupation of Bo Fink is actor. So the answer is nurse, actor.",
     ),
+    "long": (
+        "[Search(mother of Ivo Lanark)] The mother of Ivo Lanark is Mara Lanark. "
+        "[Search(occupation and hobby of Mara Lanark)] The occupation of Mara Lanark is surgeon. "
+        "The hobby of Mara Lanark is chess.",
+        "[Search(quillpay production image)] Production runs the image quillpay:2.7.1, as its deploy manifest pins. "
+        "[Search(base image of quillpay:2.7.1)] That image is built on the base image corvid-base 3.4. "
+        "[Search(quillpay rollout checks)] After the rollout, watch the error rate for 15 minutes and roll back "
+        "if it exceeds 2%.",
+        "[Search(incident 4410 postmortem)] Incident 4410 was commanded by Lene Brask. The billing cache filled its "
+        "disk because a config change disabled log rotation. [Search(team of Pim Hale)] The follow-up is owned by "
+        "Pim Hale, who leads the storage team.",
+    ),
+}
+_SEARCH_HOW = (
+    "When you need a fact that the documents do not give, write [Search(query)] and the documents for that "
+    "query will be provided. "
 )
+SEARCH_TEMPLATES = {
+    "short": PromptTemplate(
+        open_book=True,
+        exemplars=tuple(Exemplar(ex.docs, ex.question, a) for ex, a in zip(EXEMPLARS, SEARCH_ANSWERS["short"])),
+        instruction=(
+            f"Answer the question using the documents. {_SEARCH_HOW}Reason step by step, "
+            'then end with "So the answer is" followed by the answer.\n\n'
+        ),
+    ),
+    "long": PromptTemplate(
+        open_book=True,
+        exemplars=tuple(Exemplar(ex.docs, ex.question, a) for ex, a in zip(LONG_EXEMPLARS, SEARCH_ANSWERS["long"])),
+        instruction=(
+            f"Answer the question using the documents in a few short sentences, one fact per sentence. {_SEARCH_HOW}"
+            "\n\n"
+        ),
+    ),
+}
 
 
 def parse_search(text: str) -> tuple[str, str | None] | None:
@@ -82,12 +102,13 @@ class FlareInstruct(Strategy):
         if self.max_searches < 0:
             raise ValueError(f"max_searches must be >= 0, got {self.max_searches}")
 
-    def static_prompts(self) -> tuple[str, ...]:
-        return (SEARCH_TEMPLATE.static,)
+    @property
+    def template(self) -> PromptTemplate:
+        return SEARCH_TEMPLATES[self.answer_form]
 
     def request_shape(self) -> dict:
         return {
-            "prompts": [SEARCH_TEMPLATE.sample()],
+            "prompts": [self.template.sample()],
             "stops": [list(STOP + SEARCH_CLOSE), list(STOP)],
             "search_call": SEARCH_OPEN,
             "biased_tokens": list(BIASED),
@@ -106,7 +127,7 @@ class FlareInstruct(Strategy):
                 else {}
             )
             call = lm.generate(
-                SEARCH_TEMPLATE.build(question, docs, answer),
+                self.template.build(question, docs, answer),
                 self.max_tokens - used,
                 stop=STOP + SEARCH_CLOSE if can_search else STOP,
                 purpose="generate",

@@ -7,7 +7,7 @@ from dataclasses import dataclass
 
 from flarebench.strategies.base import Strategy, finish, retrieve
 from flarebench.strategies.lm import LM
-from flarebench.strategies.prompts import OPEN_BOOK, STOP
+from flarebench.strategies.prompts import STOP
 from flarebench.strategies.records import FIRST_HOP, IRCOT_STEP, Passage, Retrieval, Step, Trace
 from flarebench.strategies.registry import register
 from flarebench.strategies.retriever import Retriever
@@ -48,7 +48,7 @@ class IRCoT(Strategy):
         while True:
             s = next_sentence(
                 lm,
-                OPEN_BOOK.build(question, paragraphs, cot),
+                self.template.build(question, paragraphs, cot),
                 min(LOOKAHEAD_TOKENS, self.max_tokens - used),
                 purpose="cot",
             )
@@ -65,7 +65,7 @@ class IRCoT(Strategy):
                 retrievals.append(self._collect(retriever, s.text.strip(), paragraphs, step=len(steps)))
         if not self.reader:
             return finish(question, steps, capped)
-        call = lm.generate(OPEN_BOOK.build(question, paragraphs), self.max_tokens, stop=STOP, purpose="reader")
+        call = lm.generate(self.template.build(question, paragraphs), self.max_tokens, stop=STOP, purpose="reader")
         read = Step(call.text, [call])
         # The reader's answer alone is the output; the trace still holds the chain of thought.
         return dataclasses.replace(finish(question, [read]), steps=steps + [read])

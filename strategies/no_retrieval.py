@@ -6,7 +6,7 @@ from dataclasses import dataclass
 
 from flarebench.strategies.base import Strategy, finish
 from flarebench.strategies.lm import LM
-from flarebench.strategies.prompts import CLOSED_BOOK, STOP
+from flarebench.strategies.prompts import STOP, PromptTemplate, template
 from flarebench.strategies.records import Step, Trace
 from flarebench.strategies.registry import register
 from flarebench.strategies.retriever import Retriever
@@ -18,12 +18,13 @@ class NoRetrieval(Strategy):
     """Generate the whole answer in one call with no documents. ``k`` is unused but kept so every
     strategy takes the same parameters."""
 
-    def static_prompts(self) -> tuple[str, ...]:
-        return (CLOSED_BOOK.static,)
+    @property
+    def template(self) -> PromptTemplate:
+        return template(self.answer_form, open_book=False)
 
     def request_shape(self) -> dict:
-        return {"prompts": [CLOSED_BOOK.sample()], "stops": [list(STOP)]}
+        return {"prompts": [self.template.sample()], "stops": [list(STOP)]}
 
     def run(self, question: str, lm: LM, retriever: Retriever) -> Trace:
-        call = lm.generate(CLOSED_BOOK.build(question), self.max_tokens, stop=STOP)
+        call = lm.generate(self.template.build(question), self.max_tokens, stop=STOP)
         return finish(question, [Step(call.text, [call])])

@@ -1,8 +1,9 @@
-"""Few-shot chain-of-thought prompts, laid out so the part that never changes comes first.
+"""Few-shot prompts, laid out so the part that never changes comes first.
 
 Layout (docs/design.md, Determinism): instruction and exemplars (static), then the documents, then the
-question, then the answer so far. Every exemplar ends with "So the answer is X." and
-:func:`extract_answer` reads the final answer back from that statement.
+question, then the answer so far. Two answer forms, chosen by the probe set: ``short`` (chain of
+thought ending "So the answer is X.", which :func:`extract_answer` reads back) and ``long`` (a few
+sentences, one fact each, with no final-answer statement; scored by its required facts).
 """
 
 from __future__ import annotations
@@ -69,6 +70,64 @@ CLOSED_BOOK_INSTRUCTION = (
     'then end with "So the answer is" followed by the answer.\n\n'
 )
 
+# Long answers: each exemplar unfolds, a later sentence needing a fact that an earlier one found
+# (the mother's name, then her facts; the manifest's tag, then the image's base). Fictional, as above.
+LONG_EXEMPLARS: tuple[Exemplar, ...] = (
+    Exemplar(
+        docs=(
+            ("Ivo Lanark", "The mother of Ivo Lanark is Mara Lanark. The occupation of Ivo Lanark is baker."),
+            (
+                "Mara Lanark",
+                "The occupation of Mara Lanark is surgeon. The hobby of Mara Lanark is chess. "
+                "The date of birth of Mara Lanark is 0890-05-14.",
+            ),
+        ),
+        question="Describe the family of Ivo Lanark: name his mother, her occupation and her hobby.",
+        answer="The mother of Ivo Lanark is Mara Lanark. The occupation of Mara Lanark is surgeon. "
+        "The hobby of Mara Lanark is chess.",
+    ),
+    Exemplar(
+        docs=(
+            (
+                "deploy-quillpay",
+                "Service: quillpay. Environment: production. image: registry.example/quillpay:2.7.1. "
+                "Staging runs quillpay:2.8.0-rc2.",
+            ),
+            ("image-quillpay-2.7.1", "quillpay:2.7.1 is built on the base image corvid-base 3.4."),
+            (
+                "rb-quillpay-rollout",
+                "After a quillpay rollout, watch the error rate for 15 minutes; roll back if it exceeds 2%.",
+            ),
+        ),
+        question="Walk me through deploying quillpay to production: which image, the base image it is built on, "
+        "and what to check after the rollout.",
+        answer="Production runs the image quillpay:2.7.1, as its deploy manifest pins. "
+        "That image is built on the base image corvid-base 3.4. "
+        "After the rollout, watch the error rate for 15 minutes and roll back if it exceeds 2%.",
+    ),
+    Exemplar(
+        docs=(
+            (
+                "pm-inc-4410",
+                "Incident 4410: the billing cache filled its disk. Incident commander: Lene Brask. "
+                "Cause: a config change disabled log rotation. Follow-up owner: Pim Hale.",
+            ),
+            ("team-storage", "Pim Hale leads the storage team, reachable in #storage-oncall."),
+        ),
+        question="Write a short summary of incident 4410: who commanded it, its cause, and who owns the follow-up.",
+        answer="Incident 4410 was commanded by Lene Brask. The billing cache filled its disk because a config change "
+        "disabled log rotation. The follow-up is owned by Pim Hale, who leads the storage team.",
+    ),
+)
+
+LONG_INSTRUCTION = (
+    "Answer the question using the documents in a few short sentences, one fact per sentence, "
+    "giving each value exactly as the documents state it.\n\n"
+)
+LONG_CLOSED_BOOK_INSTRUCTION = "Answer the question in a few short sentences, one fact per sentence.\n\n"
+
+#: The answer forms a probe set can ask for (a strategy's ``answer_form``).
+ANSWER_FORMS = ("short", "long")
 ANSWER_MARK = "So the answer is"
 #: Generation of one answer stops at a blank line or where the model starts a new example.
 STOP = ("\n\n", "\nQuestion:", "\nDocuments:")
@@ -116,9 +175,23 @@ class PromptTemplate:
         return Prompt(self.static, f"{head}Question: {question}\nAnswer:{answer_so_far}")
 
 
-#: The default templates: open book (with documents) and closed book.
+#: The default templates: open book (with documents) and closed book, for short and long answers.
 OPEN_BOOK = PromptTemplate(open_book=True)
 CLOSED_BOOK = PromptTemplate(open_book=False)
+LONG_OPEN_BOOK = PromptTemplate(open_book=True, exemplars=LONG_EXEMPLARS, instruction=LONG_INSTRUCTION)
+LONG_CLOSED_BOOK = PromptTemplate(open_book=False, exemplars=LONG_EXEMPLARS, instruction=LONG_CLOSED_BOOK_INSTRUCTION)
+_TEMPLATES = {
+    ("short", True): OPEN_BOOK,
+    ("short", False): CLOSED_BOOK,
+    ("long", True): LONG_OPEN_BOOK,
+    ("long", False): LONG_CLOSED_BOOK,
+}
+
+
+def template(answer_form: str = "short", open_book: bool = True) -> PromptTemplate:
+    """The default template for an answer form (``short`` or ``long``), with or without documents."""
+    return _TEMPLATES[answer_form, open_book]
+
 
 _ANSWER_RE = re.compile(r"answer is:?\s*(.+)", re.IGNORECASE)
 

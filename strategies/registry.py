@@ -49,9 +49,10 @@ def get(name: str) -> type[Strategy]:
         raise SpecError(f"unknown strategy {name!r}; known: {', '.join(_REGISTRY)}") from None
 
 
-def parse_spec(spec: str) -> Strategy:
+def parse_spec(spec: str, defaults: dict[str, Any] | None = None) -> Strategy:
     """Build a configured strategy from ``name`` or ``name:key=value,...``; parameters are
-    converted to the field's type and validated."""
+    converted to the field's type and validated. ``defaults`` (e.g. a long probe set's
+    answer form) apply to the parameters the spec does not set."""
     name, _, rest = spec.strip().partition(":")
     cls = get(name.strip())
     fields = {f.name: f for f in dataclasses.fields(cls) if f.init}
@@ -67,6 +68,7 @@ def parse_spec(spec: str) -> Strategy:
         if key in kwargs:
             raise SpecError(f"{spec}: parameter {key!r} given twice")
         kwargs[key] = _convert(spec, key, raw.strip(), hints[key])
+    kwargs = {**{k: v for k, v in (defaults or {}).items() if k in fields}, **kwargs}
     try:
         return cls(**kwargs)
     except ValueError as e:

@@ -6,7 +6,7 @@ from dataclasses import dataclass
 
 from flarebench.strategies.base import Strategy, finish, retrieve
 from flarebench.strategies.lm import LM
-from flarebench.strategies.prompts import OPEN_BOOK, STOP
+from flarebench.strategies.prompts import STOP
 from flarebench.strategies.records import FIRST_HOP, Step, Trace
 from flarebench.strategies.registry import register
 from flarebench.strategies.retriever import Retriever
@@ -19,5 +19,5 @@ class SingleTime(Strategy):
 
     def run(self, question: str, lm: LM, retriever: Retriever) -> Trace:
         docs, retrieval = retrieve(retriever, question, self.k, FIRST_HOP)
-        call = lm.generate(OPEN_BOOK.build(question, docs), self.max_tokens, stop=STOP)
+        call = lm.generate(self.template.build(question, docs), self.max_tokens, stop=STOP)
         return finish(question, [Step(call.text, [call], [retrieval])])

@@ -105,13 +105,17 @@ def test_readme_counts_match_the_files(long_set):
     assert "python probes/build_engdocs.py" in readme
 
 
-def test_coverage_figures_in_the_readme(long_set):
+def test_retrieval_figures_in_the_readme(long_set):
+    from flarebench.probes.measure_sets import measure
+
+    d = measure(long_set)
+    assert f"- required facts in top-5: {d.facts_at_k:.2f}: the share of the {d.facts_measured} " in long_set.readme
     rows = [{"question": p.question, "required_facts": [vars(f) for f in p.required_facts]} for p in long_set.probes]
-    corpus = [vars(d) for d in long_set.corpus]
-    assert build.fact_coverage(corpus, rows) == build.FACT_COVERAGE
-    n, top3, top5 = build.FACT_COVERAGE["all facts"]
-    assert n == sum(len(p.required_facts) for p in long_set.probes)
-    assert f"| all facts | {n} | {top3 / n:.2f} | {top5 / n:.2f} |\n" in long_set.readme
+    coverage = build.fact_coverage([vars(d) for d in long_set.corpus], rows)
+    assert coverage["all facts"][0] == d.facts_measured == sum(len(p.required_facts) for p in long_set.probes)
+    assert coverage["whole answers"][0] == len(long_set.probes)
+    for name, (n, *hits) in coverage.items():
+        assert f"| {name} | {n} | " + " | ".join(f"{h / n:.2f}" for h in hits) + " |\n" in long_set.readme
 
 
 # --- the build's checks ----------------------------------------------------------------------

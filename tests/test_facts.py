@@ -13,6 +13,7 @@ from flarebench.bench.answers import fact_check, normalize_value, score_answer, 
 from flarebench.bench.gate import with_ratios
 from flarebench.bench.metrics import COLUMN_DOCS, OPTIONAL_COLUMNS, SUMMARY_COLUMNS, probe_row, summarize
 from flarebench.probes import Probe, RequiredFact, load_probe_set
+from flarebench.strategies.prompts import LONG_CLOSED_BOOK
 from flarebench.strategies.records import Trace
 
 FACT_COLUMNS = ["fact_recall", "incomplete_facts_rate", "wrong_version_rate", "incomplete_or_wrong_rate"]
@@ -183,7 +184,6 @@ def test_fact_columns_are_optional_documented_and_kept_in_baselines():
 def test_a_long_probe_loads_with_its_facts_and_derived_gold(tmp_path):
     docs = [{"id": d, "title": d, "text": "x"} for d in ("d1", "d2", "d3")]
     probes = [
-        {"id": "s", "question": "Who?", "answers": ["Ann"], "gold_doc_ids": ["d1"]},
         {
             "id": "l",
             "question": "Summarise the upgrade.",
@@ -197,8 +197,8 @@ def test_a_long_probe_loads_with_its_facts_and_derived_gold(tmp_path):
     (tmp_path / "corpus.jsonl").write_text("\n".join(json.dumps(d) for d in docs) + "\n")
     (tmp_path / "probes.jsonl").write_text("\n".join(json.dumps(p) for p in probes) + "\n")
     ps = load_probe_set(str(tmp_path))
-    short, long = ps.probes
-    assert short == Probe(id="s", question="Who?", answers=["Ann"], gold_doc_ids=["d1"])  # as before
+    (long,) = ps.probes
+    assert ps.answer_form == "long"
     assert long.answers == [] and long.answer_type == "long" and long.gold_doc_ids == ["d2", "d1"]
     assert long.required_facts == [
         RequiredFact("a", "It runs 4.12.0.", ["4.12.0"], ["d2", "d1"], []),
@@ -221,21 +221,31 @@ def test_a_run_with_long_probes_is_rescored_from_its_traces(tmp_path, monkeypatc
     docs.append({"id": "d2", "title": "Cluster", "text": "Production has 12 nodes; Rosa Tull owns upgrades."})
     docs += [{"id": f"x{i}", "title": f"Other {i}", "text": "Staging runs 4.11.2."} for i in range(3)]
     facts = [{**f.__dict__} for f in UPGRADE.required_facts]
+    approver = {"id": "appr", "fact": "Ada Moss approves upgrades.", "answers": ["Ada Moss"], "doc_ids": ["d2"]}
     probes = [
         {"id": "up", "question": UPGRADE.question, "answer_type": "long", "required_facts": facts},
-        {"id": "s1", "question": SHORT.question, "answers": ["Rosa Tull"], "gold_doc_ids": ["d2"]},
+        {"id": "l2", "question": "Who approves upgrades?", "answer_type": "long", "required_facts": [approver]},
     ]
     (folder / "corpus.jsonl").write_text("\n".join(json.dumps(d) for d in docs) + "\n")
     (folder / "probes.jsonl").write_text("\n".join(json.dumps(p) for p in probes) + "\n")
     run_dir = tmp_path / "run"
     code, out, err = run_cli("run", "--probes", str(folder), "--strategy", "no_retrieval", "--report-dir", str(run_dir))
     assert code == 0, out + err
+    # the terminal table of a long run: what the answers state, when retrieval fired, the streaming waits
+    header = next(line for line in out.splitlines() if line.startswith("| strategy"))
+    for column in ("fact_recall", "incomplete_rate", "wrong_version_rate", "triggered_share", "ttfs_p95_s"):
+        assert f" {column} " in header, header
+    assert " em " not in header
     csv_run, md_run = (run_dir / "summary.csv").read_text(), (run_dir / "summary.md").read_text()
+    # a set of long probes asks for long answers: the long-form prompt, 256 tokens
+    assert {(r.prompt.static, r.max_tokens) for r in lm.requests} == {(LONG_CLOSED_BOOK.static, 256)}
+    run_json = json.loads((run_dir / "run.json").read_text())
+    assert run_json["config"]["strategies"]["no_retrieval"]["answer_form"] == "long"
     s = pd.read_csv(run_dir / "summary.csv").iloc[0]
-    assert s["fact_recall"] == 1.0 and s["incomplete_facts_rate"] == 0.0 and s["incomplete_or_wrong_rate"] == 0.0
-    # the short probe has no final-answer statement: incomplete_no_answer; the long one is complete
-    assert s["incomplete_rate"] == pytest.approx(0.5) and s["incomplete_no_answer"] == pytest.approx(0.5)
-    assert "- `fact_recall`: Long probes only" in md_run and "incomplete_rate: 1 of 2 probes are long" in md_run
+    assert s["fact_recall"] == 0.5 and s["incomplete_facts_rate"] == 0.5 and s["incomplete_or_wrong_rate"] == 0.5
+    # long answers never state "So the answer is": none is incomplete for want of it
+    assert s["incomplete_rate"] == pytest.approx(0.5) and s["incomplete_no_answer"] == 0.0
+    assert "- `fact_recall`: Long probes only" in md_run and "incomplete_rate: 2 of 2 probes are long" in md_run
     code, out, err = run_cli("score", str(run_dir))
     assert code == 0, out + err
     assert (run_dir / "summary.csv").read_text() == csv_run and (run_dir / "summary.md").read_text() == md_run

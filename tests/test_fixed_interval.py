@@ -132,7 +132,13 @@ def test_trace_round_trips_through_json():
 
 
 def test_parameters_are_validated():
-    assert parse_spec("fixed_interval").params() == {"k": 3, "max_tokens": 128, "mode": "tokens", "interval": 16}
+    assert parse_spec("fixed_interval").params() == {
+        "k": 3,
+        "max_tokens": 128,
+        "answer_form": "short",
+        "mode": "tokens",
+        "interval": 16,
+    }
     assert parse_spec("fixed_interval:mode=sentence,k=5").mode == "sentence"
     with pytest.raises(SpecError, match="interval must be >= 1, got 0"):
         parse_spec("fixed_interval:interval=0")

@@ -2,7 +2,7 @@
 
 import pytest
 
-from flarebench.strategies.flare_instruct import SEARCH_TEMPLATE, FlareInstruct, parse_search
+from flarebench.strategies.flare_instruct import SEARCH_TEMPLATES, FlareInstruct, parse_search
 from flarebench.strategies.records import FIRST_HOP, SEARCH_CALL
 from flarebench.strategies.registry import SpecError, parse_spec
 from tests.scripted import ScriptedLM, ScriptedRetriever
@@ -60,8 +60,9 @@ def test_no_logit_bias_where_the_backend_has_none_and_bias_0_turns_it_off():
 
 
 def test_exemplars_teach_search_calls():
-    assert SEARCH_TEMPLATE.static.count("[Search(") >= 4
-    assert "\nAnswer: [Search(" in SEARCH_TEMPLATE.static
+    for form, n in (("short", 4), ("long", 3)):
+        assert SEARCH_TEMPLATES[form].static.count("[Search(") >= n
+        assert "\nAnswer: [Search(" in SEARCH_TEMPLATES[form].static
 
 
 def test_parameters_are_validated():

@@ -197,7 +197,7 @@ def test_detected_by_shape(files, fmt):
     ids = {d.id for d in ps.corpus}
     assert len(ids) == len(ps.corpus)
     for p in ps.probes:
-        assert p.answers and set(p.gold_doc_ids) <= ids
+        assert (p.answers or p.required_facts) and set(p.gold_doc_ids) <= ids
         assert p.metadata["source_format"] == fmt
 
 
@@ -264,8 +264,7 @@ def test_asqa_official_layout(files):
     assert [p.id for p in ps.probes] == ["-7013890438520559398", "-5742327688291876861"]  # file order
     dev, train = ps.probes
     assert dev.question == "Who holds the record for most goals?"
-    assert dev.answer_type == "single"
-    assert dev.answers == ["Arno Vesk", "Vesk", "Ilse Marra"]  # union of short answers, case-insensitive
+    assert dev.answer_type == train.answer_type == "long" and dev.answers == train.answers == []
     assert dev.metadata["split"] == "dev" and train.metadata["split"] == "train"
     assert dev.metadata["qa_pairs"][1]["short_answers"] == ["Ilse Marra", "vesk"]
     assert dev.metadata["long_answers"] == ["Arno Vesk holds the men's record and Ilse Marra the women's."]
@@ -274,20 +273,99 @@ def test_asqa_official_layout(files):
     texts = {d.text: d for d in ps.corpus}
     assert set(texts) == {"Ilse Marra scored 190 goals.", "Arno Vesk scored 109 goals."}
     assert texts["Ilse Marra scored 190 goals."].title == "Ilse Marra"
-    assert dev.gold_doc_ids == [texts["Ilse Marra scored 190 goals."].id, texts["Arno Vesk scored 109 goals."].id]
-    assert train.gold_doc_ids == [texts["Arno Vesk scored 109 goals."].id]  # deduplicated across samples
+    ilse, arno = texts["Ilse Marra scored 190 goals."].id, texts["Arno Vesk scored 109 goals."].id
+    assert dev.gold_doc_ids == [ilse, arno]
+    assert train.gold_doc_ids == [arno]  # deduplicated across samples
+    # one required fact per qa pair: the disambiguated question with its first short answer
+    assert [(f.id, f.fact, f.answers, f.doc_ids, f.wrong_values) for f in dev.required_facts] == [
+        ("qa1", "Who holds the record for most goals in men's play? Arno Vesk.", ["Arno Vesk", "Vesk"], [], []),
+        ("qa2", "Who holds the record for most goals in women's play? Ilse Marra.", ["Ilse Marra", "vesk"], [ilse], []),
+    ]
+    (only,) = train.required_facts
+    assert (only.id, only.fact, only.answers, only.doc_ids) == (
+        "qa1",
+        "When did season 2 of Harbour Lights come out? May 24, 2017.",
+        ["May 24, 2017"],
+        [],  # its pair has no wikipage
+    )
+
+
+def test_asqa_fact_recall_is_str_em(files):
+    # STR-EM: the share of qa pairs one of whose short answers the long answer contains
+    from flarebench.bench.answers import fact_check, score_answer
+
+    dev, train = load_probe_set(str(files["asqa"])).probes
+    assert fact_check(dev.metadata["long_answers"][0], dev) == ([True, True], [False, False])
+    assert fact_check("Ilse Marra holds the women's record.", dev)[0] == [False, True]
+    assert score_answer("Ilse Marra holds the women's record.", dev) == (0.0, 0.5)
+    assert score_answer("Season 2 came out on May 24, 2017.", train) == (1.0, 1.0)
+
+
+def test_a_run_on_asqa_reports_str_em_as_fact_recall(tmp_path, files, monkeypatch):
+    import pandas as pd
+
+    import flarebench.bench.session
+    from tests.scripted import ScriptedLM, run_cli
+
+    lm = ScriptedLM(["Ilse Marra holds the women's record."])  # a scripted LM, never the real model
+    monkeypatch.setattr(flarebench.bench.session, "make_lm", lambda *args, **kwargs: lm)
+    run_dir = tmp_path / "run"
+    args = ["run", "--probes", str(files["asqa"]), "--strategy", "no_retrieval", "--report-dir", str(run_dir)]
+    code, out, err = run_cli(*args)
+    assert code == 0, out + err
+    s = pd.read_csv(run_dir / "summary.csv").iloc[0]
+    # dev: 1 of its 2 pairs answered; train: 0 of 1. STR-EM per sample, averaged: (0.5 + 0) / 2
+    assert s["fact_recall"] == pytest.approx(0.25) and s["incomplete_facts_rate"] == 1.0
+    assert s["wrong_version_rate"] == 0.0
+
+
+def test_asqa_facts_skip_pairs_without_answers_and_map_pages_to_passages(tmp_path):
+    sample = {
+        "ambiguous_question": "Who won the Tarn Cup?",
+        "qa_pairs": [
+            {"short_answers": ["Oda Lind", "oda lind", " "], "context": "No context provided", "wikipage": "Tarn Cup"},
+            {"question": "Who won the Tarn Cup in 1990?", "short_answers": [], "wikipage": "Tarn Cup"},
+            {"question": "Who won the Tarn Cup in 1991?", "short_answers": ["Per Ek."], "wikipage": "Nowhere"},
+        ],
+        "wikipages": {"0": {"title": "Tarn Cup", "url": "https://example.org/wiki/Tarn_Cup"}},
+        "annotations": [
+            {
+                "long_answer": "Oda Lind won it in 1989 and Per Ek in 1991.",
+                "knowledge": [
+                    {"content": "The Tarn Cup 1989 went to Oda Lind.", "wikipage": "Tarn Cup"},
+                    {"content": "Per Ek won in 1991.", "wikipage": "Per Ek"},
+                    {"content": "The cup is made of tin.", "wikipage": "Tarn Cup"},
+                ],
+            }
+        ],
+    }
+    ps = load_probe_set(str(write(tmp_path, "ASQA.json", {"dev": {"s1": sample}})))
+    (p,) = ps.probes
+    cup = [d.id for d in ps.corpus if d.title == "Tarn Cup"]
+    assert len(cup) == 2 and p.gold_doc_ids[:1] == cup[:1]
+    assert [(f.id, f.fact, f.answers, f.doc_ids) for f in p.required_facts] == [
+        ("qa1", "Who won the Tarn Cup? Oda Lind.", ["Oda Lind"], cup),  # no question: the ambiguous one
+        ("qa3", "Who won the Tarn Cup in 1991? Per Ek.", ["Per Ek."], []),  # its page is no passage's title
+    ]
+    assert len(p.metadata["qa_pairs"]) == 3
+
+
+def test_asqa_file_validates_from_the_command_line(files):
+    r = run_cli("validate", str(files["asqa"]))
+    assert r.returncode == 0, r.stdout + r.stderr
+    assert r.stdout == f"{files['asqa']}: ok (2 probes, 2 docs, format asqa)\n"
 
 
 def test_asqa_one_split_and_list_layouts(tmp_path, files):
     full = load_probe_set(str(files["asqa"]))
     one_split = load_probe_set(str(write(tmp_path, "asqa_dev.json", ASQA["dev"])))
     assert [p.id for p in one_split.probes] == ["-7013890438520559398"]
-    assert one_split.probes[0].answers == full.probes[0].answers
+    assert one_split.probes[0].required_facts == full.probes[0].required_facts
     rows = [{**s, "sample_id": k, "wikipages": list(s["wikipages"].values())} for k, s in ASQA["dev"].items()]
     listed = load_probe_set(str(write(tmp_path, "asqa_dev.jsonl", rows, jsonl=True)))
     assert listed.format == "asqa"
-    assert [(p.id, p.answers, p.gold_doc_ids) for p in listed.probes] == [
-        (p.id, p.answers, p.gold_doc_ids) for p in one_split.probes
+    assert [(p.id, p.required_facts, p.gold_doc_ids) for p in listed.probes] == [
+        (p.id, p.required_facts, p.gold_doc_ids) for p in one_split.probes
     ]
 
 

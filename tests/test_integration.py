@@ -51,7 +51,7 @@ def test_token_counts_add_up_to_what_the_lm_reported(run):
     strategy = parse_spec("single_time")
     probe = session.selected[0]
     docs = [session.probe_set.docs_by_id[i] for i in traces["single_time"][0].retrievals[0].doc_ids]
-    from flarebench.strategies.single_time import OPEN_BOOK
+    from flarebench.strategies.prompts import OPEN_BOOK
 
     prompt = OPEN_BOOK.build(probe.question, docs)
     # the whole prompt tokenized as one text, as a server tokenizes it (not its two parts apart)

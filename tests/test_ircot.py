@@ -102,6 +102,7 @@ def test_parameters_are_validated():
     assert parse_spec("ircot").params() == {
         "k": 3,
         "max_tokens": 128,
+        "answer_form": "short",
         "max_steps": 10,
         "max_paragraphs": 15,
         "reader": False,

@@ -417,6 +417,13 @@ def test_required_facts_on_a_short_probe_is_a_problem(tmp_path):
     assert line.endswith('required_facts: only a long probe has required facts (answer_type is "single")')
 
 
+def test_a_set_mixing_long_and_short_probes_is_a_problem(tmp_path):
+    line = only_problem(write_set(tmp_path / "s", probes=[LONG, {**PROBES[0], "id": "s1"}]))
+    assert line.startswith(str(tmp_path / "s" / "probes.jsonl") + ":2: answer_type: a short probe in a set of long")
+    assert load_probe_set(str(write_set(tmp_path / "l", probes=[LONG]))).answer_form == "long"
+    assert load_probe_set(str(write_set(tmp_path / "t", probes=PROBES))).answer_form == "short"
+
+
 def test_cli_validate_bad_long_probe(tmp_path):
     folder = write_set(tmp_path / "bad", probes=[{**LONG, "required_facts": [{**FACT, "doc_ids": ["zzz"]}]}])
     r = run_cli("validate", str(folder))

@@ -67,3 +67,40 @@ def test_token_texts_give_a_split_letter_to_the_token_that_completes_it():
     call = LMCall("draft", 1, 1, 6, "".join(texts), "stop", 0.0, tokens=texts, logprobs=[0.0] * 6)
     kept, _ = cut_tokens(call, len(" Zoë is here."))
     assert kept == texts[:5]
+
+
+def test_long_templates_show_multi_sentence_answers_without_a_final_answer_statement():
+    from flarebench.strategies.prompts import LONG_EXEMPLARS, OPEN_BOOK, template
+
+    for open_book in (True, False):
+        long, short = template("long", open_book), template("short", open_book)
+        assert long is not short and long.open_book == short.open_book == open_book
+        assert "So the answer is" in short.static and "answer is" not in long.static.lower()
+        assert all(ex.answer in long.static for ex in LONG_EXEMPLARS)
+        assert ("Documents:" in long.static) == open_book
+    assert template() is OPEN_BOOK
+    assert all(len(split_sentences(ex.answer)) >= 3 for ex in LONG_EXEMPLARS)
+
+
+@pytest.mark.parametrize(
+    "name", ["no_retrieval", "single_time", "fixed_interval", "ircot", "flare_direct", "flare_instruct"]
+)
+def test_every_strategy_answers_in_the_form_it_is_given(name):
+    """A long-form strategy sends only long-form prompts (and a short one only short ones), and its
+    request fingerprint tells the two apart; the loop itself is unchanged."""
+    from flarebench.strategies.base import LONG_ANSWER_DEFAULTS
+    from flarebench.strategies.registry import parse_spec
+    from tests.scripted import ScriptedLM, ScriptedRetriever
+
+    statics = {}
+    for defaults in (None, LONG_ANSWER_DEFAULTS):
+        strategy = parse_spec(name, defaults)
+        lm = ScriptedLM([(["The", " mother", " is", " Ann", "."], [0.5] * 5), " So the answer is Ann."])
+        strategy.run("Who is the mother of Bo?", lm, ScriptedRetriever([["d1", "d2", "d3"]]))
+        # the answer's own prompts: FLARE direct's question-generation prompt is the same in both forms
+        sent = {r.prompt.static for r in lm.requests if r.purpose != "query"}
+        assert sent == {strategy.template.static}, name
+        statics[strategy.answer_form] = (strategy.template.static, strategy.request_sha256(), strategy.max_tokens)
+    assert statics["short"][0] != statics["long"][0] and statics["short"][1] != statics["long"][1]
+    assert (statics["short"][2], statics["long"][2]) == (128, 256)
+    assert parse_spec(f"{name}:max_tokens=100", LONG_ANSWER_DEFAULTS).max_tokens == 100  # the spec wins

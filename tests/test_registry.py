@@ -25,12 +25,12 @@ def test_unknown_name_lists_known_names():
 def test_spec_parameters_are_typed_and_validated():
     s = parse_spec("single_time:k=5,max_tokens=64")
     assert (s.k, s.max_tokens) == (5, 64)
-    assert s.params() == {"k": 5, "max_tokens": 64}
+    assert s.params() == {"k": 5, "max_tokens": 64, "answer_form": "short"}
     with pytest.raises(SpecError, match="k must be int, got 'x'"):
         parse_spec("single_time:k=x")
     with pytest.raises(SpecError, match="k must be >= 1"):
         parse_spec("single_time:k=0")
-    with pytest.raises(SpecError, match="no parameter 'kk'; parameters: k, max_tokens"):
+    with pytest.raises(SpecError, match="no parameter 'kk'; parameters: k, max_tokens, answer_form"):
         parse_spec("single_time:kk=3")
     with pytest.raises(SpecError, match="expected key=value"):
         parse_spec("single_time:k")

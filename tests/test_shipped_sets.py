@@ -21,16 +21,19 @@ from flarebench.probes.model import Document, ProbeSet
 from flarebench.probes.wikipedia import MentionIndex, doc_id, read_member, select_corpus, take
 
 REPO = Path(__file__).resolve().parents[1]
-PHANTOM = [n for n in shipped_names() if n == "phantomwiki" or n.startswith("phantomwiki_")]
+# Sets of long probes, each with its build script (tests/test_phantomwiki_long.py and
+# tests/test_engdocs_long.py check their own rules).
+LONG = {"phantomwiki_long": "build_phantomwiki_long.py", "engdocs_long": "build_engdocs.py"}
+PHANTOM = [n for n in shipped_names() if (n == "phantomwiki" or n.startswith("phantomwiki_")) and n not in LONG]
 WIKI = {"strategyqa": "build_strategyqa.py", "nq": "build_opendomain.py", "triviaqa": "build_opendomain.py"}
-# built together from one source by build_engdocs.py (their own rules: tests/test_engdocs.py, test_engdocs_long.py)
-ENGDOCS = ("engdocs", "engdocs_long")
+# engdocs is built with engdocs_long, from the same source (tests/test_engdocs.py checks its own rules)
+ENGDOCS = {"engdocs": "build_engdocs.py"}
 # "- documents: 50" / "- probes: 50" lines, as every set built here writes them
 _COUNT = re.compile(r"^\s*[-*]\s*(documents|probes)\s*:\s*([\d,]+)\s*$", re.MULTILINE)
 
 
 def test_the_expected_sets_are_shipped():
-    assert {"phantomwiki", "phantomwiki_s2", "phantomwiki_s3", *WIKI, *ENGDOCS} <= set(shipped_names())
+    assert {"phantomwiki", "phantomwiki_s2", "phantomwiki_s3", *WIKI, *LONG, *ENGDOCS} <= set(shipped_names())
     assert set(WORLDS) <= set(PHANTOM)
 
 
@@ -40,7 +43,7 @@ def test_shipped_set_validates_loads_and_matches_readme(name):
     ps = load_probe_set(name)
     assert ps.licence, name
     stated = {k: int(v.replace(",", "")) for k, v in _COUNT.findall(ps.readme)}
-    if name in PHANTOM or name in WIKI or name in ENGDOCS:  # sets from other builders may state counts in prose
+    if name in PHANTOM or name in WIKI or name in LONG or name in ENGDOCS:  # others may state counts in prose
         assert set(stated) == {"documents", "probes"}, name
     assert stated.get("documents", len(ps.corpus)) == len(ps.corpus), name
     assert stated.get("probes", len(ps.probes)) == len(ps.probes), name
@@ -50,17 +53,28 @@ def test_shipped_set_validates_loads_and_matches_readme(name):
         assert set(p.gold_doc_ids) <= ids, p.id
 
 
-@pytest.mark.parametrize("name", [*PHANTOM, *WIKI, *ENGDOCS])
+@pytest.mark.parametrize("name", [*PHANTOM, *WIKI, *LONG, *ENGDOCS])
 def test_readme_names_its_rebuild_command(name):
-    script = "build_engdocs.py" if name in ENGDOCS else WIKI.get(name, "build_phantomwiki.py")
+    script = {**WIKI, **LONG, **ENGDOCS}.get(name, "build_phantomwiki.py")
     assert f"python probes/{script}" in load_probe_set(name).readme
     assert (SHIPPED_DIR / script).is_file()
 
 
-@pytest.mark.parametrize("name", [n for n in [*PHANTOM, *WIKI] if n != "phantomwiki"])
+@pytest.mark.parametrize("name", [n for n in [*PHANTOM, *WIKI, *LONG] if n != "phantomwiki"])
 def test_new_sets_state_their_retrieval_difficulty(name):
     readme = load_probe_set(name).readme
     assert "## Retrieval difficulty" in readme and "- answer-in-top-5: " in readme
+    if name in LONG:
+        assert "- required facts in top-5: " in readme
+
+
+@pytest.mark.parametrize("name", LONG)
+def test_long_sets_hold_long_probes_only(name):
+    ps = load_probe_set(name)
+    assert {p.answer_type for p in ps.probes} == {"long"}
+    for p in ps.probes:
+        assert p.answers == [] and 3 <= len(p.required_facts) <= 6, p.id
+        assert p.gold_doc_ids == list(dict.fromkeys(d for f in p.required_facts for d in f.doc_ids)), p.id
 
 
 def test_cli_list_names_every_set_with_count_and_licence():
@@ -225,3 +239,31 @@ def test_measure_on_a_tiny_set(tmp_path):
     assert (d.answer_measured, d.answer_at_k) == (2, 0.5)
     assert (d.gold_measured, d.recall_at_k) == (2, pytest.approx((1 + 0.5) / 2))
     assert "answer-in-top-1: 0.50" in readme_section(d) and "2 yes/no or" in readme_section(d)
+    assert "required facts" not in readme_section(d)  # no long probes: the section is as before
+
+
+def test_measure_counts_the_facts_of_long_probes(tmp_path):
+    from flarebench.probes.model import Probe, RequiredFact
+
+    docs = [
+        Document("a", "Ann", "Ann is a painter. The mother of Ann is Bea."),
+        Document("b", "Bea", "Bea is a pilot."),
+        Document("c", "Cy", "Cy grows roses."),
+    ]
+    facts = [RequiredFact("m", "The mother of Ann is Bea.", ["Bea"], ["a"]), RequiredFact("j", "", ["pilot"], ["b"])]
+    probes = [
+        Probe("p1", "Who is the mother of Ann, and what does she do?", [], "long", ["a", "b"], required_facts=facts),
+        Probe("p2", "Does Cy grow roses?", ["yes"], answer_type="yes_no"),
+    ]
+    ps = ProbeSet(name="tiny", path=tmp_path, corpus=docs, probes=probes, readme=None, corpus_hash="", probes_hash="")
+    d = measure(ps, k=1)
+    assert d.answer_measured == 0 and d.long_probes == 1 and d.fact_hits == {"p1": [True, False]}
+    assert (d.facts_measured, d.facts_at_k, d.all_facts_at_k) == (2, 0.5, 0.0)
+    section = readme_section(d)
+    assert "- required facts in top-1: 0.50: the share of the 2 required facts" in section
+    assert "n/a (no probe has an answer that is a string in the documents: 1 yes/no or counts, 1 long" in section
+    measured = ProbeSet("t", tmp_path, docs, [*probes, Probe("p3", "Who is Bea?", ["Bea"])], None, "", "")
+    assert "1 long probes left out: their answer is their required facts" in readme_section(measure(measured, k=1))
+    named = Probe("p4", "Tell me about Ann and Bea.", [], "long", required_facts=facts)
+    d = measure(ProbeSet("t", tmp_path, docs, [named], None, "", ""), k=2)
+    assert d.facts_at_k == d.all_facts_at_k == 1.0 and "n/a (every probe is long" in readme_section(d)

@@ -5,8 +5,10 @@ from __future__ import annotations
 
 from typing import Any
 
+import pandas as pd
+
 from flarebench.bench.scorers.registry import HIGHER, Column, Group, Scoring, scorer
-from flarebench.bench.uncertainty import paired_bootstrap
+from flarebench.bench.uncertainty import Delta, Statistic, paired_bootstrap
 
 _METRICS = ("em", "f1")
 _DOC = "{m} of this strategy minus {m} of the reference strategy (`delta_reference`), over the probes both answered"
@@ -20,6 +22,15 @@ def reference_note(scoring: Scoring) -> str:
             "answered, 95% interval, 10,000 resamples, seed 0"
         )
     return f"delta columns: empty: the reference strategy {scoring.reference} is not in this run (--reference SPEC)"
+
+
+def paired(mine: pd.Series, theirs: pd.Series, statistic: Statistic | None = None) -> Delta:
+    """``mine`` minus ``theirs`` (values indexed by probe id, as :meth:`Group.by_probe` gives them) over
+    the probes both have, in the reference's order, with its 95% paired-bootstrap interval
+    (:func:`flarebench.bench.uncertainty.paired_bootstrap`: the mean difference, or the difference of
+    ``statistic``)."""
+    common = [p for p in theirs.index if p in mine.index]
+    return paired_bootstrap(mine[common].to_numpy(), theirs[common].to_numpy(), statistic=statistic)
 
 
 @scorer(
@@ -55,9 +66,7 @@ def deltas(g: Group) -> dict[str, Any]:
     ref = Group(reference, g.scoring.groups[reference], g.scoring)
     out: dict[str, Any] = {"delta_reference": reference}
     for metric in _METRICS:
-        theirs, mine = ref.by_probe(ref.scores(metric)), g.by_probe(g.scores(metric))  # errors as 0
-        common = [p for p in theirs.index if p in mine.index]
-        d = paired_bootstrap(mine[common].to_numpy(), theirs[common].to_numpy())
+        d = paired(g.by_probe(g.scores(metric)), ref.by_probe(ref.scores(metric)))  # errors as 0
         out.update(
             {
                 f"{metric}_delta": d.delta,

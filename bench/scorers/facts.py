@@ -45,6 +45,16 @@ def _long(rows: pd.DataFrame) -> pd.Series:
     return rows["facts_total"].notna()
 
 
+def fact_flags(g: Group) -> tuple[pd.Series, pd.Series]:
+    """On the rows of the long probes only: whether each output misses a required fact, and whether
+    it states a wrong value of one (both False for a probe that raised)."""
+    long = _long(g.rows)
+    rows, failed = g.rows[long], g.failed[long]
+    missing = (rows["facts_missing"].fillna("") != "") & ~failed
+    wrong = (rows["facts_wrong"].fillna("") != "") & ~failed
+    return missing, wrong
+
+
 def _note(summary: pd.DataFrame, scoring: Scoring) -> list[str]:
     """One line when the run has long probes: which definition of incomplete_rate its rows use."""
     for rows in scoring.groups.values():
@@ -104,8 +114,7 @@ def facts(g: Group) -> dict[str, float]:
         return {}
     rows, failed = g.rows[long], g.failed[long]
     recall = (rows["facts_found"].astype(float) / rows["facts_total"].astype(float)).where(~failed, 0.0)
-    missing = (rows["facts_missing"].fillna("") != "") & ~failed
-    wrong = (rows["facts_wrong"].fillna("") != "") & ~failed
+    missing, wrong = fact_flags(g)
     n = len(rows)
     return {
         "fact_recall": float(recall.mean()),

@@ -66,6 +66,20 @@ _DOCS = {
 }
 
 
+def _reasons(g: Group) -> pd.Series:
+    """Each row's reason (:func:`incomplete_row`), None where it has none or its probe raised."""
+    # Rows made before the incomplete column existed: no reasons.
+    rows = g.rows
+    reasons = rows["incomplete"] if "incomplete" in rows else pd.Series([None] * len(rows), index=rows.index)
+    return reasons.where(reasons.notna() & ~g.failed, None)
+
+
+def incomplete_flags(g: Group) -> pd.Series:
+    """True on the rows whose answer is incomplete (any reason, a long answer missing a fact
+    included): what incomplete_rate counts, per probe."""
+    return _reasons(g).notna()
+
+
 @scorer(
     Column(
         "incomplete_rate",
@@ -82,9 +96,7 @@ def incomplete(g: Group) -> dict[str, float]:
     """Each reason's share of the probes; a probe that raised has none. Long probes missing a
     required fact add their share to incomplete_rate only (the run's notes say so)."""
     n = len(g.rows)
-    # Rows made before the incomplete column existed: no reasons.
-    reasons = g.rows["incomplete"] if "incomplete" in g.rows else pd.Series([None] * n, index=g.rows.index)
-    reasons = reasons.where(reasons.notna() & ~g.failed, None)
+    reasons = _reasons(g)
     shares = {f"incomplete_{r}": float((reasons == r).sum()) / n for r in INCOMPLETE_REASONS}
     rate = sum(shares.values())
     missing = int((reasons == MISSING_FACTS).sum())

@@ -46,6 +46,11 @@ def _p95(latencies: pd.Series) -> float | None:
     return float(np.percentile(latencies.to_numpy(dtype=float), 95)) if len(latencies) else None
 
 
+def fired(g: Group) -> pd.Series:
+    """True on the rows whose question triggered: at least one generation step retrieved."""
+    return g.rows["triggered_steps"].astype(float) > 0
+
+
 @scorer(
     Column(
         "triggered_share",
@@ -95,19 +100,21 @@ def _p95(latencies: pd.Series) -> float | None:
 )
 def triggering(g: Group) -> dict[str, Any]:
     """Failed probes are included throughout: their calls were made and their time was spent."""
-    fired = g.rows["triggered_steps"].astype(float) > 0
+    fired_rows = fired(g)
     latency = g.rows["latency_s"].astype(float)
-    triggered_ids = list(dict.fromkeys(g.rows.loc[fired, "probe_id"].astype(str)))
+    triggered_ids = list(dict.fromkeys(g.rows.loc[fired_rows, "probe_id"].astype(str)))
     all_ids = list(dict.fromkeys(g.rows["probe_id"].astype(str)))
     reference = g.scoring.reference
     ref = Group(reference, g.scoring.groups[reference], g.scoring) if reference in g.scoring.groups else None
     tokens, ref_tokens = _tokens(g), _tokens(ref) if ref is not None else None
     cost, ref_cost = _cost(g), _cost(ref) if ref is not None else None
     return {
-        "triggered_share": float(fired.mean()) if len(fired) else None,
-        "retrievals_when_triggered": float(g.rows.loc[fired, "triggered_steps"].mean()) if fired.any() else None,
-        "latency_p95_triggered_s": _p95(latency[fired]),
-        "latency_p95_untriggered_s": _p95(latency[~fired]),
+        "triggered_share": float(fired_rows.mean()) if len(fired_rows) else None,
+        "retrievals_when_triggered": (
+            float(g.rows.loc[fired_rows, "triggered_steps"].mean()) if fired_rows.any() else None
+        ),
+        "latency_p95_triggered_s": _p95(latency[fired_rows]),
+        "latency_p95_untriggered_s": _p95(latency[~fired_rows]),
         "tokens_rel_blended": _relative(tokens, ref_tokens, all_ids),
         "tokens_rel_triggered": _relative(tokens, ref_tokens, triggered_ids) if triggered_ids else None,
         "cost_rel_blended": _relative(cost, ref_cost, all_ids),
