@@ -13,7 +13,9 @@ from collections import Counter
 from collections.abc import Iterable
 from typing import Any
 
+from flarebench.strategies.flare_instruct import SEARCH_CALL_RE
 from flarebench.strategies.records import Trace
+from flarebench.strategies.sentences import split_sentences
 
 __all__ = [
     "ABSTAINED",
@@ -25,6 +27,7 @@ __all__ = [
     "fact_check",
     "final_answer",
     "last_clause",
+    "long_answer_text",
     "normalize_answer",
     "normalize_value",
     "score_answer",
@@ -232,6 +235,21 @@ def _stated(normalized_text: str, value: str | None) -> bool:
         return False
     edge = rf"\w{_JOINER}"
     return re.search(rf"(?<![{edge}]){re.escape(v)}(?![{edge}])", normalized_text) is not None
+
+
+def long_answer_text(output: str | None, question: str | None) -> str:
+    """What a long answer states, the text its facts are looked for in: the output without search
+    calls (a value in a query is asked for, not stated) and without the sentences that only echo the
+    question (every word a word of the question, or the whole question repeated)."""
+    asked = normalize_answer(question or "")
+    asked_words = set(asked.split())
+
+    def echoes(sentence: str) -> bool:
+        norm = normalize_answer(sentence)
+        return bool(asked) and (asked in norm or all(w in asked_words for w in norm.split()))
+
+    text = SEARCH_CALL_RE.sub(" ", output or "")
+    return " ".join(s.strip() for s in split_sentences(text) if not echoes(s))
 
 
 def fact_check(text: str | None, probe: Any) -> tuple[list[bool], list[bool]]:

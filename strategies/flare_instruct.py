@@ -8,6 +8,7 @@ those in context, and generation continues after the call. The paper raises the 
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass
 
 from flarebench.strategies.base import Strategy, finish, first_hop, retrieve
@@ -21,6 +22,9 @@ from flarebench.strategies.steps import answer_finished
 SEARCH_OPEN = "[Search("
 SEARCH_CLOSE = (")]",)  # the stop that ends a search call
 BIASED = ("[", " [")  # the tokens that open a search call, raised by search_bias
+#: A search call in generated text, closed, or cut short at the end of its line: not part of the answer
+#: a reader sees or that is scored.
+SEARCH_CALL_RE = re.compile(re.escape(SEARCH_OPEN) + r"(?:[^\]\n]*\)\]|[^\n]*)")
 
 # The shared exemplars, short and long, with a search call before each fact the answer needs.
 SEARCH_ANSWERS = {

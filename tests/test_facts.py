@@ -249,3 +249,23 @@ def test_a_run_with_long_probes_is_rescored_from_its_traces(tmp_path, monkeypatc
     code, out, err = run_cli("score", str(run_dir))
     assert code == 0, out + err
     assert (run_dir / "summary.csv").read_text() == csv_run and (run_dir / "summary.md").read_text() == md_run
+
+
+@pytest.mark.parametrize(
+    "output, found",
+    [
+        # asked for in a search call, never stated: not a fact of the answer
+        ("[Search(upgrade to 4.12.0 with Rosa Tull)] Upgrade the 12 nodes one at a time.", "nodes"),
+        ("[Search(release 4.12.0 owner Rosa Tull", ""),  # a call cut short runs to the end of its line
+        # the question echoed (its words only, or the whole of it behind a label) states nothing
+        ("How do I upgrade the production cluster of 12 nodes? Rosa Tull owns it.", "owner"),
+        ("Question: how do I upgrade the production cluster of 12 nodes? Give the steps.", ""),
+        # an alias counts as the value
+        ("Move the twelve nodes to v4.12.0. Rosa Tull signs off.", "ver,nodes,owner"),
+    ],
+)
+def test_a_long_answer_is_scored_on_what_it_states(output, found):
+    probe = Probe(**{**UPGRADE.__dict__, "question": "How do I upgrade the production cluster of 12 nodes?"})
+    row = probe_row(long_trace(output), probe)
+    stated = [f.id for f in probe.required_facts if f.id not in row["facts_missing"].split(",")]
+    assert ",".join(stated) == found

@@ -11,7 +11,8 @@ import pandas as pd
 import pytest
 
 from flarebench.bench.metrics import probe_row, summarize
-from flarebench.bench.scorers.streaming import SEARCH_CALL_RE, events, sentence_times, shown_text, streaming_row
+from flarebench.bench.scorers.streaming import events, sentence_times, shown_text, streaming_row
+from flarebench.strategies.flare_instruct import SEARCH_CALL_RE
 from flarebench.strategies.records import (
     FIRST_HOP,
     IRCOT_STEP,

@@ -6,7 +6,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from flarebench.bench.answers import STATEMENT, final_answer, score_final
+from flarebench.bench.answers import STATEMENT, final_answer, long_answer_text, score_final
 from flarebench.bench.scorers.registry import HIGHER, Column, Group, scorer
 from flarebench.strategies.records import Trace
 
@@ -15,14 +15,16 @@ def answer_row(trace: Trace, probe: Any, row: Mapping[str, Any]) -> dict[str, An
     """``em``/``f1`` credit statement answers only; ``em_lenient``/``f1_lenient`` credit a
     last-clause answer too. ``answer`` is the scored answer, ``answer_rule`` the rule that read it,
     ``echo`` whether it only repeats the question (it then scores 0). A probe that raised scores 0
-    whatever answer it holds. A long probe (``answer_type`` ``long``) is scored on its whole output,
-    statement or not: em 1 when it states every required fact and no wrong value, f1 the share of
-    required facts it states (:func:`flarebench.bench.answers.score_answer`)."""
+    whatever answer it holds. A long probe (``answer_type`` ``long``) is scored on its whole output
+    (search calls and question echoes left out), statement or not: em 1 when it states every
+    required fact and no wrong value, f1 the share of required facts it states
+    (:func:`flarebench.bench.answers.score_answer`)."""
     answer, rule = final_answer(trace)
     question = getattr(probe, "question", None) or trace.question
     long = getattr(probe, "answer_type", None) == "long"
     if row["error"] is None:
-        em_any, f1_any, echo = score_final(trace.output if long else answer, question, probe)
+        scored = long_answer_text(trace.output, question) if long else answer
+        em_any, f1_any, echo = score_final(scored, question, probe)
     else:
         em_any, f1_any, echo = 0.0, 0.0, False  # a failed probe is a wrong answer, not a missing one
     em, f1 = (em_any, f1_any) if rule == STATEMENT or long else (0.0, 0.0)

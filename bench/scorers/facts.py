@@ -13,21 +13,22 @@ from typing import Any
 
 import pandas as pd
 
-from flarebench.bench.answers import fact_check
+from flarebench.bench.answers import fact_check, long_answer_text
 from flarebench.bench.scorers.registry import HIGHER, LOWER, Column, Group, Scoring, scorer
 from flarebench.strategies.records import Trace
 
 
 def facts_row(trace: Trace, probe: Any, row: Mapping[str, Any]) -> dict[str, Any]:
     """For a long probe only (other probes get nothing): ``facts_total``, ``facts_found`` (required
-    facts whose value, any alias, the whole output states), ``facts_missing`` (the ids of the others,
+    facts whose value, any alias, the output states, its search calls and question echoes left out:
+    :func:`flarebench.bench.answers.long_answer_text`), ``facts_missing`` (the ids of the others,
     comma-separated, "" when none) and ``facts_wrong`` (the ids of the facts a wrong value of which
     it states). A probe that raised states nothing."""
     if getattr(probe, "answer_type", None) != "long":
         return {}
     facts = list(getattr(probe, "required_facts", None) or [])
     if row["error"] is None:
-        found, wrong = fact_check(trace.output, probe)
+        found, wrong = fact_check(long_answer_text(trace.output, getattr(probe, "question", trace.question)), probe)
     else:
         found, wrong = [False] * len(facts), [False] * len(facts)
     return {
@@ -73,7 +74,8 @@ def _note(summary: pd.DataFrame, scoring: Scoring) -> list[str]:
         "fact_recall",
         "Long probes only: mean over the long probes of the share of required facts whose value (any "
         "alias, normalised as em normalises, matched as whole words, a dot between digits kept so "
-        "that 4.1 is not found in 4.12.0) the whole output states, 0-1; a probe that raised counts 0. "
+        "that 4.1 is not found in 4.12.0) the output states (search calls and sentences echoing the "
+        "question left out), 0-1; a probe that raised counts 0. "
         "Left out of runs without long probes. For long probes em is 1 when every fact and no wrong "
         "value is stated, and f1 is this share.",
         better=HIGHER,

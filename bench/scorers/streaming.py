@@ -40,7 +40,6 @@ counted 0, and a percentile with nothing to take it over is empty.
 from __future__ import annotations
 
 import bisect
-import re
 from collections.abc import Mapping
 from typing import Any
 
@@ -48,7 +47,7 @@ import numpy as np
 import pandas as pd
 
 from flarebench.bench.scorers.registry import LOWER, Column, Group, scorer
-from flarebench.strategies.flare_instruct import SEARCH_OPEN
+from flarebench.strategies.flare_instruct import SEARCH_CALL_RE
 from flarebench.strategies.records import LOW_CONFIDENCE, LMCall, Retrieval, Step, Trace
 from flarebench.strategies.sentences import split_sentences
 
@@ -60,8 +59,6 @@ REGENERATE = "regenerate"
 UNSHOWN_PURPOSES = frozenset({"query"})
 #: The call purpose whose step alone is the output when present (IRCoT's reader).
 READER = "reader"
-#: A search call of FLARE instruct, closed, or cut short at the end of its line.
-SEARCH_CALL_RE = re.compile(re.escape(SEARCH_OPEN) + r"(?:[^\]\n]*\)\]|[^\n]*)")
 
 
 def events(step: Step) -> list[LMCall | Retrieval]:
