@@ -71,6 +71,29 @@ def _retrieval_helps(summary: pd.DataFrame) -> str | None:
     return helps + "."
 
 
+#: Below this best fact_recall, a set of long answers is beyond the model: no comparison stands on it.
+LOW_FACT_RECALL = 0.2
+
+
+def _long_answers(summary: pd.DataFrame) -> str | None:
+    """On long probes: how much of the required facts the best strategy states, and whether the
+    model writes such answers at all."""
+    if "fact_recall" not in summary or summary["fact_recall"].isna().all():
+        return None
+    best = summary.loc[summary["fact_recall"].astype(float).idxmax()]
+    line = (
+        f"Long answers: the best strategy, {best['strategy']}, states {_fmt(float(best['fact_recall']))} of the "
+        f"required facts; {_fmt(float(summary['incomplete_or_wrong_rate'].min()))} of answers at best miss a fact "
+        "or state a wrong value"
+    )
+    if float(best["fact_recall"]) < LOW_FACT_RECALL:
+        line += (
+            f" (below {LOW_FACT_RECALL}: this model does not write these answers from the passages, so no "
+            "strategy's gain on them can show; FLARE's gains on long answers were measured with far larger models)"
+        )
+    return line + "."
+
+
 def _sweep(summary: pd.DataFrame, study: dict) -> list[str]:
     param, values = study.get("param"), study.get("values") or []
     rows = {r["strategy"]: r for _, r in summary.iterrows()}
@@ -105,7 +128,7 @@ def findings(summary: pd.DataFrame, study: dict) -> list[str]:
         return []
     cost_col, cost_label, _ = cost_axis(summary)
     out = _sweep(summary, study) if study.get("kind") == "sweep" else []
-    out += [f for f in (_retrieval_helps(summary), _deltas(summary)) if f]
+    out += [f for f in (_long_answers(summary), _retrieval_helps(summary), _deltas(summary)) if f]
     out.append(_front(summary, cost_col, cost_label))
     out.append(_front(summary, "latency_p95_s", "p95 latency"))
     return out

@@ -269,3 +269,21 @@ def test_a_long_answer_is_scored_on_what_it_states(output, found):
     row = probe_row(long_trace(output), probe)
     stated = [f.id for f in probe.required_facts if f.id not in row["facts_missing"].split(",")]
     assert ",".join(stated) == found
+
+
+def test_the_findings_say_plainly_when_the_model_cannot_write_the_long_answers():
+    from flarebench.bench.findings import _long_answers
+
+    summary = pd.DataFrame(
+        {
+            "strategy": ["single_time", "flare_direct"],
+            "fact_recall": [0.03, 0.05],
+            "incomplete_or_wrong_rate": [1.0, 0.9],
+        }
+    )
+    line = _long_answers(summary)
+    assert line.startswith("Long answers: the best strategy, flare_direct, states 0.050 of the required facts; 0.900")
+    assert "this model does not write these answers" in line
+    summary["fact_recall"] = [0.4, 0.7]
+    assert "does not write" not in _long_answers(summary)
+    assert _long_answers(summary.drop(columns=["fact_recall", "incomplete_or_wrong_rate"])) is None
