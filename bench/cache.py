@@ -5,8 +5,10 @@ Off by default, so measured latency is real. A hit is recorded as one (``LMCall.
 ``Retrieval.cached``) with the lookup's own wall time; the summary reports cold and warm probes
 apart. The key of an LM call is the backend's ``describe()`` (model file and its sha256, decoding
 settings, or endpoint and model) and the flarebench version, plus the whole request (prompt, token cap, stop sequences,
-logprobs, logit bias, the one-sentence hint); the key of a retrieval is the retriever's
-``describe()`` (parameters and corpus hash) plus the query and k. One SQLite file holds both.
+logprobs, logit bias, the one-sentence hint, and the per-token alternatives and entropies a trigger
+asks for, which enter the key only when asked: other requests keep their keys); the key of a
+retrieval is the retriever's ``describe()`` (parameters and corpus hash) plus the query and k. One
+SQLite file holds both.
 """
 
 from __future__ import annotations
@@ -73,6 +75,7 @@ class CachedLM(LM):
         self.name = inner.name
         self.supports_logprobs = inner.supports_logprobs
         self.supports_logit_bias = inner.supports_logit_bias
+        self.supports_top_logprobs = inner.supports_top_logprobs
         self.thread_safe = inner.thread_safe
         # The model and its decoding settings, and the version of the code that shapes its requests.
         self._identity = json.dumps({"lm": inner.describe(), "flarebench": version()}, sort_keys=True)
@@ -81,6 +84,9 @@ class CachedLM(LM):
         fields = dataclasses.asdict(request)
         fields.pop("purpose")  # what the call is for changes nothing in what comes back
         fields["prompt"] = request.prompt.text
+        for name, default in (("top_logprobs", 0), ("entropy", False)):
+            if fields[name] == default:  # keys made before these fields existed stay valid
+                del fields[name]
         key = _key("lm", self._identity, fields)
         stored = self.cache.get(key)
         if stored is not None:
@@ -93,6 +99,8 @@ class CachedLM(LM):
             request.purpose,
             request.logit_bias,
             request.stop_at_sentence,
+            request.top_logprobs,
+            request.entropy,
         )
         self.cache.put(key, dataclasses.asdict(call))
         return call

@@ -3,15 +3,19 @@ out right.
 
 Every step a confidence trigger judged carries a record (``Step.gate``: the trigger, its score over
 the tokens it judged, the threshold it used, whether it fired). Per answer, ``gate_score`` is the
-lowest score over its judged steps (for ``min_prob``, the lowest token probability of any drafted
-sentence) and ``gate_fired`` whether the gate fired on any of them. Nothing is read from the
+least confident score over its judged steps: the lowest for the triggers that fire at or below
+their threshold (``min_prob``: the lowest token probability of any drafted sentence;
+``mean_logprob``, ``margin``), the highest for those that fire at or above it (``entropy``,
+``self_check``; :func:`flarebench.strategies.triggers.fires_high`); ``gate_trigger`` names the
+trigger and ``gate_fired`` says whether the gate fired on any step. Nothing is read from the
 strategy's parameters or today's defaults: the records alone decide. Per strategy:
 
-* ``gate_auroc``: the probability that a random right answer (EM 1) has a higher ``gate_score``
-  than a random wrong one (EM 0), ties counting one half (the Mann-Whitney form of the area under
-  the ROC curve, from average ranks). 1 = low confidence marks exactly the wrong answers, 0.5 =
-  no better than chance, below 0.5 = low confidence marks the right ones. Undefined (NaN) when
-  only one class is present: it is not 0.5.
+* ``gate_auroc``: the probability that a random right answer (EM 1) is judged more confident than a
+  random wrong one (EM 0): a higher ``gate_score``, or a lower one for a trigger that fires high,
+  ties counting one half (the Mann-Whitney form of the area under the ROC curve, from average
+  ranks). 1 = low confidence marks exactly the wrong answers, 0.5 = no better than chance, below
+  0.5 = low confidence marks the right ones. Undefined (NaN) when only one class is present: it is
+  not 0.5.
 * ``gate_fire_right`` / ``gate_fire_wrong``: the share of right / of wrong answers on which the
   gate fired at least once.
 """
@@ -26,16 +30,19 @@ import numpy as np
 from scipy.stats import rankdata
 
 from flarebench.strategies.records import Trace
+from flarebench.strategies.triggers import fires_high
 
 
 @dataclass(frozen=True)
 class GateRecord:
-    """What the gate judged over one answer: its lowest score, whether it fired at least once, and
-    the threshold it used (None when the steps disagree, which one strategy spec never does)."""
+    """What the gate judged over one answer: its least confident score, whether it fired at least
+    once, the threshold it used (None when the steps disagree, which one strategy spec never does)
+    and the trigger (None for records that name none)."""
 
     score: float
     fired: bool
     threshold: float | None
+    trigger: str | None = None
 
 
 def gate_record(trace: Trace) -> GateRecord | None:
@@ -44,10 +51,14 @@ def gate_record(trace: Trace) -> GateRecord | None:
     if not judged:
         return None
     thresholds = {g.get("threshold") for g in judged}
+    triggers = {g.get("trigger") for g in judged}
+    trigger = triggers.pop() if len(triggers) == 1 else None
+    worst = max if fires_high(trigger) else min
     return GateRecord(
-        score=float(min(g["score"] for g in judged)),
+        score=float(worst(g["score"] for g in judged)),
         fired=any(bool(g.get("fired")) for g in judged),
         threshold=thresholds.pop() if len(thresholds) == 1 else None,
+        trigger=trigger,
     )
 
 
@@ -63,11 +74,22 @@ def auroc(scores: Sequence[float], positive: Sequence[bool]) -> float:
     return float((ranks[y].sum() - n_pos * (n_pos + 1) / 2) / (n_pos * n_neg))
 
 
-def gate_summary(scores: Sequence[float | None], fired: Sequence[bool | None], em: Sequence[float]) -> dict[str, float]:
+def gate_summary(
+    scores: Sequence[float | None],
+    fired: Sequence[bool | None],
+    em: Sequence[float],
+    high: Sequence[bool] | None = None,
+) -> dict[str, float]:
     """``gate_auroc``, ``gate_fire_right``, ``gate_fire_wrong`` over the answers that have a gate
-    record (a score; others are left out); NaN where undefined."""
+    record (a score; others are left out); NaN where undefined. ``high`` marks the scores of
+    triggers that fire high (a higher score is less confident): they enter the AUROC negated."""
     nan = float("nan")
-    kept = [(float(s), bool(f), float(e) > 0) for s, f, e in zip(scores, fired, em) if s is not None and not _isnan(s)]
+    signs = [-1.0 if h else 1.0 for h in high] if high is not None else [1.0] * len(scores)
+    kept = [
+        (sign * float(s), bool(f), float(e) > 0)
+        for s, f, e, sign in zip(scores, fired, em, signs)
+        if s is not None and not _isnan(s)
+    ]
     if not kept:
         return {"gate_auroc": nan, "gate_fire_right": nan, "gate_fire_wrong": nan}
     score = np.array([s for s, _, _ in kept])

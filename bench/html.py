@@ -111,7 +111,9 @@ def viewer_data(traces: list[Trace], rows: pd.DataFrame, probes: dict, docs_by_i
     used = {t.probe_id for t in shown}
     return {
         "order": order,
-        "thetas": {s: plots.threshold_of(rows[rows["strategy"] == s]) if not rows.empty else None for s in order},
+        # The probability threshold the viewer highlights tokens by: min_prob's only (an entropy or
+        # margin threshold is no probability).
+        "thetas": {s: _theta(rows[rows["strategy"] == s]) if not rows.empty else None for s in order},
         "probes": [
             {
                 "id": p.id,
@@ -230,6 +232,13 @@ def _plots(summary: pd.DataFrame, rows: pd.DataFrame, study: dict, order: list[s
             )
         )
     return '<div class="plots">' + "\n".join(p for p in parts if p) + "</div>"
+
+
+def _theta(rows: pd.DataFrame) -> float | None:
+    """The threshold the gate records of these rows used, when their trigger is ``min_prob`` (or
+    unnamed, as in runs from before triggers were named); None otherwise."""
+    triggers = set(rows["gate_trigger"].dropna()) if "gate_trigger" in rows else set()
+    return plots.threshold_of(rows) if triggers <= {"min_prob"} else None
 
 
 def render(summary: pd.DataFrame, info: dict, traces: list[Trace], probe_set) -> str:

@@ -15,6 +15,7 @@ import pandas as pd
 from matplotlib.figure import Figure
 
 from flarebench.strategies.registry import with_param
+from flarebench.strategies.triggers import fires_high
 
 #: The quality axis of every plot: F1 of the stated answer (graded, unlike EM, so small models
 #: with few exact answers still show differences).
@@ -165,8 +166,9 @@ def threshold_of(rows: pd.DataFrame) -> float | None:
 
 
 def gate(rows: pd.DataFrame, order: list[str]) -> bytes | None:
-    """For strategies with a confidence gate: each answer's lowest gate score, right answers (EM 1)
-    against wrong ones, with the threshold the steps recorded marked; one panel per strategy."""
+    """For strategies with a confidence gate: each answer's least confident gate score (for
+    ``min_prob``, the lowest token probability), right answers (EM 1) against wrong ones, with the
+    threshold the steps recorded marked; one panel per strategy."""
     if "gate_score" not in rows:
         return None
     specs = [s for s in order if rows.loc[rows["strategy"] == s, "gate_score"].notna().any()]
@@ -176,18 +178,27 @@ def gate(rows: pd.DataFrame, order: list[str]) -> bytes | None:
     n_rows = math.ceil(len(specs) / cols)
     fig = Figure(figsize=(3.6 * cols, 2.8 * n_rows))
     axes = np.atleast_1d(fig.subplots(n_rows, cols, squeeze=False)).ravel()
-    bins = np.linspace(0, 1, 21)
     for ax, spec in zip(axes, specs):
         g = rows[(rows["strategy"] == spec) & rows["gate_score"].notna()]
         right = g.loc[g["em"] > 0, "gate_score"].astype(float)
         wrong = g.loc[g["em"] <= 0, "gate_score"].astype(float)
+        theta = threshold_of(g)
+        triggers = g["gate_trigger"].dropna().unique() if "gate_trigger" in g else []
+        trigger = str(triggers[0]) if len(triggers) == 1 else None
+        default = trigger in (None, "min_prob")  # FLARE's own gate: a probability, its threshold theta
+        # Probabilities on [0, 1]; other scores (a mean logprob, an entropy) over their own range.
+        seen = [*right, *wrong, *([theta] if theta is not None else [])]
+        lo, hi = (0.0, 1.0) if min(seen) >= 0 and max(seen) <= 1 else (min(seen), max(seen))
+        bins = np.linspace(lo, hi if hi > lo else lo + 1, 21)
         ax.hist(wrong, bins=bins, alpha=0.6, color=_WRONG, label=f"wrong ({len(wrong)})")
         ax.hist(right, bins=bins, alpha=0.6, color=_RIGHT, label=f"right ({len(right)})")
-        theta = threshold_of(g)
         if theta is not None:
-            ax.axvline(theta, color="black", linestyle="--", linewidth=1, label=f"theta {theta:g}")
+            name = "theta" if default else "threshold"
+            ax.axvline(theta, color="black", linestyle="--", linewidth=1, label=f"{name} {theta:g}")
         ax.set_title(spec, fontsize=9)
-        ax.set_xlabel("min token probability of the drafts", fontsize=8)
+        worst = "highest" if fires_high(trigger) else "lowest"
+        label = "min token probability of the drafts" if default else f"{trigger} score of the drafts ({worst})"
+        ax.set_xlabel(label, fontsize=8)
         ax.set_ylabel("answers", fontsize=8)
         ax.legend(fontsize=7)
     for ax in axes[len(specs) :]:

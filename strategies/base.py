@@ -27,6 +27,8 @@ class Strategy(ABC):
     name: ClassVar[str] = "strategy"
     #: Whether the strategy needs per-token logprobs from the LM.
     needs_logprobs: ClassVar[bool] = False
+    #: Whether it also needs per-token alternatives (``top_logprobs``) or entropies.
+    needs_top_logprobs: ClassVar[bool] = False
 
     #: Documents per retrieval (the harness compares strategies at equal k).
     k: int = 3

@@ -4,14 +4,19 @@ For each next sentence: draft it (a look-ahead of up to ``lookahead_tokens``, cu
 sentence boundary). If every token has p > theta, accept the draft as it is: one LM call. If any
 token has p <= theta, retrieve with a query made from the draft, put the documents in context,
 regenerate the sentence and accept that. Repeat until the answer ends.
+
+"p <= theta" is the default trigger (``min_prob``); ``trigger`` picks another one of
+:mod:`flarebench.strategies.triggers` (mean logprob, entropy, margin, an LM self-check), with its
+own ``threshold``.
 """
 
 from __future__ import annotations
 
+import dataclasses
 import itertools
 import re
 from dataclasses import dataclass
-from typing import Literal
+from typing import Any, Literal
 
 from flarebench.strategies.base import Strategy, finish, first_hop, retrieve
 from flarebench.strategies.lm import LM, Prompt
@@ -19,11 +24,27 @@ from flarebench.strategies.records import LOW_CONFIDENCE, LMCall, Passage, Retri
 from flarebench.strategies.registry import register
 from flarebench.strategies.retriever import Retriever
 from flarebench.strategies.steps import Sentence, answer_finished, next_sentence
+from flarebench.strategies.triggers import DEFAULT as DEFAULT_TRIGGER
+from flarebench.strategies.triggers import (
+    SELF_CHECK_PROMPT,
+    SELF_CHECK_QUERY,
+    SELF_CHECK_STOP,
+    Context,
+    Judgement,
+    Trigger,
+    read_terms,
+    terms_sha256,
+)
+from flarebench.strategies.triggers import get as get_trigger
 
 ABSTENTION = " I am not confident enough to answer this question."
 
-#: The trigger flare_direct uses: any drafted token with p <= theta (recorded in ``Step.gate``).
-TRIGGER = "min_prob"
+#: The trigger flare_direct uses by default: any drafted token with p <= theta (recorded in ``Step.gate``).
+TRIGGER = DEFAULT_TRIGGER
+#: The trigger parameters, left out of the recorded parameters while at their defaults: a spec that
+#: sets none of them keeps the run configuration (and so the run folder and baselines) it had before
+#: they existed.
+TRIGGER_PARAMS = {"trigger": TRIGGER, "threshold": None, "ignore_terms": None, "ignore_known": False}
 
 # Explicit queries: the LM writes one question per low-confidence span, having read the answer so far
 # and the drafted sentence (the official prompt shows the generated text, then asks for "a question to
@@ -39,18 +60,20 @@ QUESTION_QUERY = "Passage: {passage}\nSpan: {span}\nQuestion:"
 QUESTION_STOP = ("\n",)
 
 
-def masked_query(s: Sentence, beta: float) -> str:
+def masked_query(s: Sentence, beta: float, keep: frozenset[int] = frozenset()) -> str:
     """The implicit query: the draft with every token of probability <= beta replaced by a space, as
-    the official code masks, so a masked sub-word never glues its neighbours into a new term."""
-    kept = "".join(tok if p > beta else " " for tok, p in zip(s.tokens, s.probs))
+    the official code masks, so a masked sub-word never glues its neighbours into a new term. Tokens
+    in ``keep`` (those the trigger was told to ignore) are kept whatever their probability."""
+    kept = "".join(tok if p > beta or i in keep else " " for i, (tok, p) in enumerate(zip(s.tokens, s.probs)))
     return " ".join(kept.split())
 
 
-def low_spans(s: Sentence, beta: float) -> list[str]:
-    """Runs of consecutive tokens with probability <= beta, as text (the explicit query's targets)."""
+def low_spans(s: Sentence, beta: float, keep: frozenset[int] = frozenset()) -> list[str]:
+    """Runs of consecutive tokens with probability <= beta, as text (the explicit query's targets);
+    tokens in ``keep`` never belong to one."""
     spans, current = [], ""
-    for tok, p in zip(s.tokens, s.probs):
-        if p <= beta:
+    for i, (tok, p) in enumerate(zip(s.tokens, s.probs)):
+        if p <= beta and i not in keep:
             current += tok
         elif current:
             spans.append(current)
@@ -82,9 +105,13 @@ class FlareDirect(Strategy):
     ``max_docs``. ``max_retrievals`` caps mid-generation retrievals per answer (None: no cap, as in
     the paper); with ``abstain`` on, a draft still at or below theta once the cap is spent ends the
     answer with a stated abstention instead of a guess.
-    """
 
-    needs_logprobs = True
+    ``trigger`` names the gate (:mod:`flarebench.strategies.triggers`; ``min_prob``: p <= theta)
+    and ``threshold`` its threshold (None: theta for ``min_prob``, the trigger's default otherwise).
+    ``ignore_terms`` is a file of terms (one per line) whose tokens never fire a probability trigger,
+    read once when the strategy is built; ``ignore_known`` keeps the words of the question and of the
+    documents in context from firing it.
+    """
 
     theta: float = 0.8
     beta: float = 0.4
@@ -95,9 +122,34 @@ class FlareDirect(Strategy):
     max_docs: int = 9
     max_retrievals: int | None = None
     abstain: bool = False
+    trigger: str = TRIGGER
+    threshold: float | None = None
+    ignore_terms: str | None = None
+    ignore_known: bool = False
+
+    def __post_init__(self) -> None:
+        # The ignore file is read here, once, never while answering (a strategy's run does no I/O).
+        self._terms: tuple[str, ...] = read_terms(self.ignore_terms) if self.ignore_terms else ()
+        super().__post_init__()
+
+    @property
+    def gate_trigger(self) -> Trigger:
+        """The configured trigger (built by :meth:`validate`)."""
+        return self._gate
+
+    @property
+    def needs_logprobs(self) -> bool:  # type: ignore[override]
+        """Every trigger but ``self_check`` judges per-token logprobs."""
+        return self._gate.needs_logprobs
+
+    @property
+    def needs_top_logprobs(self) -> bool:  # type: ignore[override]
+        """``entropy`` and ``margin`` need per-token alternatives (or entropies) too."""
+        return bool(self._gate.top_logprobs or self._gate.entropy)
 
     def validate(self) -> None:
         super().validate()
+        cls = get_trigger(self.trigger)
         for name in ("theta", "beta"):
             if not 0.0 <= getattr(self, name) <= 1.0:
                 raise ValueError(f"{name} must be within [0, 1], got {getattr(self, name)}")
@@ -107,43 +159,80 @@ class FlareDirect(Strategy):
             raise ValueError(f"max_docs must be >= k ({self.k}), got {self.max_docs}")
         if self.max_retrievals is not None and self.max_retrievals < 0:
             raise ValueError(f"max_retrievals must be >= 0 or none, got {self.max_retrievals}")
+        theta_set = self.theta != type(self).theta
+        if self.trigger == TRIGGER and self.threshold is not None and theta_set:
+            raise ValueError("give theta or threshold, not both: for trigger min_prob they are the same")
+        if self.trigger != TRIGGER and theta_set:
+            raise ValueError(f"theta is min_prob's threshold; trigger {self.trigger} takes threshold")
+        threshold = self.theta if self.trigger == TRIGGER and self.threshold is None else self.threshold
+        self._gate = cls(threshold, self._terms, self.ignore_known)
 
     def static_prompts(self) -> tuple[str, ...]:
+        if self.trigger == "self_check":
+            return (self.template.static, QUESTION_PROMPT, SELF_CHECK_PROMPT)
         return (self.template.static, QUESTION_PROMPT)
 
     def request_shape(self) -> dict:
         shape = super().request_shape()
         shape["prompts"].append(QUESTION_PROMPT + QUESTION_QUERY)
         shape["stops"].append(list(QUESTION_STOP))
-        return {**shape, "abstention": ABSTENTION, "trigger": TRIGGER}
+        if self.trigger == "self_check":
+            shape["prompts"].append(SELF_CHECK_PROMPT + SELF_CHECK_QUERY)
+            shape["stops"].append(list(SELF_CHECK_STOP))
+        shape = {**shape, "abstention": ABSTENTION, "trigger": self.trigger}
+        if self._gate.top_logprobs or self._gate.entropy:
+            shape["per_token"] = {"top_logprobs": self._gate.top_logprobs, "entropy": self._gate.entropy}
+        if self._terms:
+            shape["ignore_terms_sha256"] = terms_sha256(self._terms)
+        return shape
+
+    def params(self) -> dict[str, Any]:
+        """The parameters, the trigger's left out while at their defaults (see TRIGGER_PARAMS)."""
+        return {k: v for k, v in dataclasses.asdict(self).items() if TRIGGER_PARAMS.get(k, ...) != v}
 
     def run(self, question: str, lm: LM, retriever: Retriever) -> Trace:
         # pending: retrievals not yet recorded on a step (they go on the step they serve)
         docs, pending = first_hop(retriever, question, self.k, self.first_retrieval)
         steps: list[Step] = []
         answer, used, mid_retrievals = "", 0, 0
+        trigger = self._gate
         while used < self.max_tokens:
             budget = min(self.lookahead_tokens, self.max_tokens - used)
             prompt = self.template.build(question, docs, answer)
-            draft = next_sentence(lm, prompt, budget, logprobs=True, purpose="draft")
+            draft = next_sentence(
+                lm,
+                prompt,
+                budget,
+                logprobs=trigger.needs_logprobs,
+                purpose="draft",
+                top_logprobs=trigger.top_logprobs,
+                entropy=trigger.entropy,
+            )
             calls, retrievals, pending = [draft.call], pending, []
-            gate = self.judge(draft)
+            judgement = trigger.judge(draft, Context(question, answer, docs, lm))
+            gate = judgement.record if judgement else None
+            if judgement:
+                calls += judgement.calls
             sentence = draft
-            if gate and gate["fired"]:
+            if judgement and judgement.fired:
                 if self.max_retrievals is not None and mid_retrievals >= self.max_retrievals:
                     gate["skipped"] = "retrieval_cap"
                     if self.abstain:
                         steps.append(Step(ABSTENTION, calls, retrievals, gate))
                         return finish(question, steps, capped="abstain")
                 else:
-                    found = self._retrieve(answer, draft, lm, retriever, gate, calls, retrievals)
+                    found = self._retrieve(answer, draft, lm, retriever, judgement, calls, retrievals)
                     if found is None:
                         gate["skipped"] = "empty_query"  # nothing left to search with: keep the draft
                     else:
                         mid_retrievals += 1
                         docs = dedupe(docs + found)[: self.max_docs] if self.context == "accumulate" else found
                         sentence = next_sentence(
-                            lm, self.template.build(question, docs, answer), budget, logprobs=True, purpose="regenerate"
+                            lm,
+                            self.template.build(question, docs, answer),
+                            budget,
+                            logprobs=trigger.needs_logprobs,
+                            purpose="regenerate",
                         )
                         calls.append(sentence.call)
             answer += sentence.text
@@ -153,34 +242,39 @@ class FlareDirect(Strategy):
                 return finish(question, steps)
         return finish(question, steps)
 
-    def judge(self, draft: Sentence) -> dict | None:
-        """What the trigger saw in a drafted sentence: its score (the lowest token probability of the
-        sentence's own tokens), the threshold, and whether it fired (score <= theta). None for an
-        empty draft, which is never judged."""
-        if not draft.text.strip() or not draft.probs:
-            return None
-        score = min(draft.probs)
-        return {"trigger": TRIGGER, "score": score, "threshold": self.theta, "fired": score <= self.theta}
-
     def _retrieve(
         self,
         answer: str,
         draft: Sentence,
         lm: LM,
         retriever: Retriever,
-        gate: dict,
+        judgement: Judgement,
         calls: list[LMCall],
         retrievals: list[Retrieval],
     ) -> list[Passage] | None:
-        """Form the query (or queries) from the draft, retrieve, record why, and return the k
-        documents for context; None when no query is left (every token masked), as the official
-        code then retrieves nothing."""
-        low = [(t, p) for t, p in zip(draft.tokens, draft.probs) if p <= self.theta]
-        why = {"min_p": round(gate["score"], 4), "low_tokens": [[t, round(p, 4)] for t, p in low], "draft": draft.text}
+        """Form the query (or queries) from the draft (or take the trigger's), retrieve, record
+        why, and return the k documents for context; None when no query is left (every token
+        masked), as the official code then retrieves nothing."""
+        gate = judgement.record
+        if self.trigger == TRIGGER:
+            why = {
+                "min_p": round(gate["score"], 4),
+                "low_tokens": [[t, round(p, 4)] for t, p in judgement.flagged],
+                "draft": draft.text,
+            }
+        else:
+            why = {"flagged": [[t, round(v, 4)] for t, v in judgement.flagged], "draft": draft.text}
+        # Every retrieval says which trigger fired it, at what score against what threshold.
+        why |= {"trigger": gate["trigger"], "score": gate["score"], "threshold": gate["threshold"]}
+        if judgement.query is not None:  # the trigger's own query (self_check's "missing")
+            passages, r = retrieve(retriever, judgement.query, self.k, LOW_CONFIDENCE, **why)
+            retrievals.append(r)
+            return passages
+        keep = judgement.ignored
         queries: list[tuple[str, str | None]] = []
         if self.query == "explicit":
             passage = (answer + draft.text).strip()
-            for span in low_spans(draft, self.beta):
+            for span in low_spans(draft, self.beta, keep):
                 call = lm.generate(
                     Prompt(QUESTION_PROMPT, QUESTION_QUERY.format(passage=passage, span=span)),
                     32,
@@ -194,7 +288,7 @@ class FlareDirect(Strategy):
                 else:
                     gate.setdefault("rejected_questions", []).append(reply)
         if not queries:  # implicit; or explicit without a span or a usable question: the masked draft
-            masked = masked_query(draft, self.beta)
+            masked = masked_query(draft, self.beta, keep)
             if not masked:
                 return None
             queries = [(masked, None)]

@@ -5,6 +5,9 @@ Two things make it fast and reproducible:
 * Logprobs come from the raw logits of the last position, log-softmaxed with numpy, in our own
   decode loop. llama-cpp-python's ``logprobs=`` path sorts the whole vocabulary in Python for every
   token (~7 tok/s) and its ``echo=True`` prompt logprobs are wrong in 0.3.36; neither is used.
+* Per-token alternatives (``top_logprobs``) and entropies are computed from the same logits, over
+  the whole vocabulary, only for the requests that ask for them (FLARE's entropy and margin
+  triggers): other calls decode exactly as before, at the same speed.
 * The static prompt prefix is evaluated once per run; the KV cache is cut back to it (or restored
   from a snapshot of it) before every call, so each call evaluates only its own tokens, always in
   the same batches from the same state: same configuration, same answers. The prompt is tokenized
@@ -44,6 +47,7 @@ class LlamaCppLM(LM):
     """A GGUF model run in-process. ``name`` is the spec it was made from (``llamacpp:smollm2``)."""
 
     supports_logprobs = True
+    supports_top_logprobs = True
     supports_logit_bias = True
 
     def __init__(self, model_path: str | Path, name: str | None = None, n_ctx: int = N_CTX):
@@ -173,6 +177,8 @@ class LlamaCppLM(LM):
         ends: list[int] = []  # byte offset where each generated token's text ends
         toks: list[int] = []
         logprobs: list[float] = []
+        tops: list[list[list]] = []
+        entropies: list[float] = []
         finish, cut = "length", None
         for _ in range(request.max_tokens):
             logits = self._last_logits()
@@ -181,8 +187,13 @@ class LlamaCppLM(LM):
             tok = int(np.argmax(logits))
             # log-softmax at the argmax: logit - logsumexp = -log(sum(exp(logits - max)))
             logprobs.append(-float(np.log(np.exp(logits - logits[tok]).sum(dtype=np.float64))))
+            if request.top_logprobs or request.entropy:  # only when a trigger asks: plain decoding pays nothing
+                top, entropy = self._distribution(logits, tok, request.top_logprobs)
+                tops.append(top)
+                entropies.append(entropy)
             if tok in self._eog:
                 logprobs.pop()
+                del tops[len(logprobs) :], entropies[len(logprobs) :]
                 finish = "stop"
                 break
             toks.append(tok)
@@ -220,7 +231,26 @@ class LlamaCppLM(LM):
             seconds=0.0,
             tokens=token_texts([self._piece(t) for t in toks[:keep]]),
             logprobs=logprobs[:keep] if request.logprobs else None,
+            top_logprobs=tops[:keep] if request.top_logprobs else None,
+            entropies=entropies[:keep] if request.entropy else None,
         )
+
+    def _distribution(self, logits: np.ndarray, tok: int, k: int) -> tuple[list[list], float]:
+        """The ``k`` most likely tokens as ``[text, logprob]`` pairs (most likely first) and the
+        entropy in nats of the whole next-token distribution, from the logits (``tok`` is their
+        argmax)."""
+        shifted = logits.astype(np.float64) - float(logits[tok])  # <= 0, the argmax at 0
+        weights = np.exp(shifted)
+        total = float(weights.sum())
+        log_total = float(np.log(total))
+        # H = -sum p log p with p = w / Z and log p = shifted - log Z: H = log Z - sum(w * shifted) / Z
+        entropy = max(0.0, log_total - float(weights @ shifted) / total)
+        top: list[list] = []
+        if k:
+            ids = np.argpartition(-shifted, k - 1)[:k] if k < len(shifted) else np.arange(len(shifted))
+            ids = sorted(ids.tolist(), key=lambda i: (-shifted[i], i))[:k]
+            top = [[self._piece(i).decode("utf-8", errors="replace"), float(shifted[i]) - log_total] for i in ids]
+        return top, entropy
 
     def describe(self) -> dict:
         if self._sha256 is None:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import codecs
+import math
 import time
 from abc import ABC, abstractmethod
 from dataclasses import dataclass, field
@@ -37,6 +38,24 @@ class GenerationRequest:
     #: A hint: the caller keeps only the first sentence, so the backend may stop once a second
     #: sentence begins (finish_reason "sentence"). Backends that cannot, generate on; callers cut.
     stop_at_sentence: bool = False
+    #: Per generated token, the ``top_logprobs`` most likely tokens of the distribution with their
+    #: logprobs (``LMCall.top_logprobs``); 0: none. A trigger that compares alternatives asks for it.
+    top_logprobs: int = 0
+    #: Per generated token, the entropy of the next-token distribution (``LMCall.entropies``): from
+    #: the whole vocabulary in-process; a server's backend bounds it from its top logprobs.
+    entropy: bool = False
+
+
+def topk_entropy(logprobs: list[float]) -> float:
+    """The entropy (nats) of a distribution known only by its ``logprobs`` of the k most likely
+    tokens: the k terms, plus the remaining mass ``1 - sum(p)`` counted as one more outcome.
+
+    A lower bound of the true entropy: spreading the remaining mass over the tokens that hold it can
+    only raise the entropy (the grouping property), so the bound is exact when those tokens are one.
+    """
+    probs = [math.exp(lp) for lp in logprobs]
+    rest = max(0.0, 1.0 - sum(probs))
+    return -sum(p * math.log(p) for p in [*probs, rest] if p > 0.0)
 
 
 def token_texts(pieces: list[bytes]) -> list[str]:
@@ -73,6 +92,8 @@ class LM(ABC):
     name: str = "lm"
     #: Whether completions carry per-token logprobs (FLARE direct refuses to run without them).
     supports_logprobs: bool = True
+    #: Whether ``top_logprobs`` (per-token alternatives) and ``entropy`` requests are served.
+    supports_top_logprobs: bool = False
     #: Whether ``logit_bias`` is honoured.
     supports_logit_bias: bool = False
     #: Whether several threads may call :meth:`generate` at once (``--concurrency`` > 1).
@@ -87,11 +108,21 @@ class LM(ABC):
         purpose: str = "generate",
         logit_bias: dict[str, float] | None = None,
         stop_at_sentence: bool = False,
+        top_logprobs: int = 0,
+        entropy: bool = False,
     ) -> LMCall:
         """Continue ``prompt`` greedily for at most ``max_tokens`` tokens, stopping before any of
         ``stop``. Returns the call's record; ``text`` excludes the stop sequence."""
         request = GenerationRequest(
-            prompt, max_tokens, tuple(stop), logprobs, purpose, dict(logit_bias or {}), stop_at_sentence
+            prompt,
+            max_tokens,
+            tuple(stop),
+            logprobs,
+            purpose,
+            dict(logit_bias or {}),
+            stop_at_sentence,
+            top_logprobs,
+            entropy,
         )
         start = time.perf_counter()
         call = self._complete(request)

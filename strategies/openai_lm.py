@@ -14,6 +14,10 @@ output. What it found is recorded in run.json (:meth:`OpenAILM.describe`) and su
 * Decoding is greedy (temperature 0). Servers of the llama.cpp family (those with a tokenize
   endpoint) also get ``repeat_penalty`` 1.0: llama_cpp.server defaults to 1.1, which changes
   greedy answers.
+* Per-token alternatives (``top_logprobs``) are asked for only when a trigger wants them; an entropy
+  request asks for the top :data:`ENTROPY_TOP_K` and bounds the entropy from them, the remaining
+  probability mass counted as one outcome (:func:`flarebench.strategies.lm.topk_entropy`: a lower
+  bound of the entropy of the whole distribution, which a server does not return).
 * Per-token logprobs are asked for when the strategy wants them, and also when it keeps only the
   first sentence (``stop_at_sentence``): they carry the token split it counts its budget with.
   Otherwise (and on endpoints without logprobs) the text is divided into ``completion_tokens``
@@ -45,7 +49,7 @@ from dataclasses import asdict, dataclass
 import httpx
 import openai
 
-from flarebench.strategies.lm import LM, GenerationRequest, LMError, LMUnavailable, token_texts
+from flarebench.strategies.lm import LM, GenerationRequest, LMError, LMUnavailable, token_texts, topk_entropy
 from flarebench.strategies.records import LMCall
 
 DEFAULT_TIMEOUT = 300.0  # seconds per request (a busy server queues requests: allow for the wait)
@@ -56,6 +60,9 @@ NO_KEY = "no-key"
 # After the client's retries these mean the server as a whole is unavailable, not this request.
 UNAVAILABLE_STATUS = frozenset({429, 502, 503, 504})
 PROBE_PROMPT = "The capital of France is"
+#: Alternatives asked per token for an entropy request: the most the OpenAI chat API serves. The
+#: entropy is then bounded from them, the rest of the mass counted as one outcome (a lower bound).
+ENTROPY_TOP_K = 20
 
 
 @dataclass(frozen=True)
@@ -103,6 +110,7 @@ class OpenAILM(LM):
         self.capabilities = self._probe()
         self.supports_logprobs = self.capabilities.logprobs
         self.supports_logit_bias = self.capabilities.logit_bias
+        self.supports_top_logprobs = self.capabilities.top_logprobs
 
     # -- transport ---------------------------------------------------------------------------------
 
@@ -271,9 +279,16 @@ class OpenAILM(LM):
                     bias[str(tok)] = bias.get(str(tok), 0.0) + value
         # Per-token data where the caller needs it: logprobs, or the token split of the first
         # sentence it keeps. Not otherwise: llama_cpp.server decodes 4x slower with logprobs.
-        per_token = caps.logprobs and (request.logprobs or request.stop_at_sentence)
+        # Alternatives where a trigger asks for them; the entropy bound takes the most a server gives.
+        top_k = max(request.top_logprobs, ENTROPY_TOP_K if request.entropy else 0) if caps.top_logprobs else 0
+        per_token = caps.logprobs and (request.logprobs or request.stop_at_sentence or top_k > 0)
         body = self._body(
-            caps.api, request.prompt.text, request.max_tokens, top=1 if per_token else 0, stop=request.stop, bias=bias
+            caps.api,
+            request.prompt.text,
+            request.max_tokens,
+            top=(top_k or 1) if per_token else 0,
+            stop=request.stop,
+            bias=bias,
         )
         data = self._post(f"/{_PATH[caps.api]}", body)
         text = _choice_text(data, caps.api)
@@ -285,9 +300,12 @@ class OpenAILM(LM):
         cut = min((i for i in (text.find(s) for s in request.stop) if i >= 0), default=None)
         if cut is not None:
             text, finish = text[:cut], "stop"
+        tops: list[list[list]] | None = None
         if per_token:
             tokens, logprobs = _token_logprobs(data, caps.api)
             tokens = _aligned(tokens, data, caps.api)
+            if top_k:
+                tops = _top_lists(data, caps.api, len(tokens))
             # Keep the tokens that contribute text before the cut (the server returns the token
             # that held the stop sequence too).
             kept, pos = 0, 0
@@ -297,6 +315,7 @@ class OpenAILM(LM):
                 pos += len(tok)
                 kept += 1
             tokens, logprobs = tokens[:kept], logprobs[:kept]
+            tops = tops[:kept] if tops is not None else None
         else:
             tokens, logprobs = _even_pieces(text, completion_tokens), None
         return LMCall(
@@ -309,6 +328,12 @@ class OpenAILM(LM):
             seconds=0.0,
             tokens=tokens,
             logprobs=logprobs if request.logprobs else None,
+            top_logprobs=[t[: request.top_logprobs] for t in tops]
+            if tops is not None and request.top_logprobs
+            else None,
+            entropies=[topk_entropy([lp for _, lp in t]) for t in tops]
+            if tops is not None and request.entropy
+            else None,
         )
 
     def describe(self) -> dict:
@@ -406,6 +431,30 @@ def _top_count(data: dict, api: str) -> int:
     entries = _logprob_entries(data, api)
     top = entries[2] if entries else []
     return len(top[0]) if top and isinstance(top[0], dict | list) else 0
+
+
+def _top_lists(data: dict, api: str, n: int) -> list[list[list]]:
+    """Per token, its alternatives as ``[text, logprob]`` pairs, most likely first; an LMError when
+    the response holds none for some of the ``n`` tokens."""
+    entries = _logprob_entries(data, api)
+    top = entries[2] if entries else []
+    out: list[list[list]] = []
+    for alternatives in top[:n]:
+        if isinstance(alternatives, dict):  # /completions: {text: logprob}
+            pairs = list(alternatives.items())
+        elif isinstance(alternatives, list):  # /chat/completions: [{"token", "logprob"}, ...]
+            pairs = [(a.get("token"), a.get("logprob")) for a in alternatives if isinstance(a, dict)]
+        else:
+            pairs = []
+        pairs = [
+            [str(t), min(float(v), 0.0)]
+            for t, v in pairs
+            if isinstance(v, int | float) and not isinstance(v, bool) and not math.isnan(v) and v != -math.inf
+        ]
+        out.append(sorted(pairs, key=lambda p: -p[1]))
+    if len(out) < n or not all(out):
+        raise LMError("the LM server returned no top logprobs for some tokens although they were asked for")
+    return out
 
 
 def _token_logprobs(data: dict, api: str) -> tuple[list[str], list[float]]:

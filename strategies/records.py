@@ -26,7 +26,10 @@ class LMCall:
 
     ``prompt_tokens`` is what the prompt holds; ``evaluated_tokens`` is how many of them the backend
     actually ran through the model (the rest came from a reused KV prefix or a server-side cache).
-    ``logprobs`` holds one natural-log probability per completion token when asked for.
+    ``logprobs`` holds one natural-log probability per completion token when asked for;
+    ``top_logprobs`` (per token, the most likely tokens as ``[text, logprob]`` pairs, most likely
+    first) and ``entropies`` (per token, the entropy of the next-token distribution in nats) only
+    when a trigger asked for them: None otherwise, and then left out of the trace.
     """
 
     purpose: str
@@ -41,6 +44,12 @@ class LMCall:
     tokens: list[str] = field(default_factory=list)
     logprobs: list[float] | None = None
     cached: bool = False
+    top_logprobs: list[list[list]] | None = None
+    entropies: list[float] | None = None
+
+
+#: LMCall fields left out of a trace when None (asked for by some triggers only).
+OPTIONAL_CALL_FIELDS = ("top_logprobs", "entropies")
 
 
 @dataclass
@@ -61,7 +70,7 @@ class Retrieval:
 
 # Why a retrieval fired (Retrieval.reason).
 FIRST_HOP = "first_hop"  # with the question, before generating (not counted in retrieval_rate)
-LOW_CONFIDENCE = "low_confidence"  # FLARE direct: a draft token had p <= theta
+LOW_CONFIDENCE = "low_confidence"  # FLARE direct: its trigger fired on the draft (default: a token had p <= theta)
 FIXED_INTERVAL = "fixed_interval"  # every `interval` tokens or every sentence
 SEARCH_CALL = "search_call"  # FLARE instruct: the model wrote [Search(query)]
 IRCOT_STEP = "ircot_step"  # IRCoT: retrieve with the last chain-of-thought sentence
@@ -114,7 +123,15 @@ class Trace:
         return [r for s in self.steps for r in s.retrievals]
 
     def to_dict(self) -> dict[str, Any]:
-        return asdict(self)
+        d = asdict(self)
+        # Per-token alternatives and entropies only where a trigger asked for them: a trace without
+        # them keeps the shape it had before they existed.
+        for step in d["steps"]:
+            for call in step["lm_calls"]:
+                for key in OPTIONAL_CALL_FIELDS:
+                    if call[key] is None:
+                        del call[key]
+        return d
 
     @classmethod
     def from_dict(cls, d: dict[str, Any]) -> Trace:

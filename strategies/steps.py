@@ -26,34 +26,68 @@ class Sentence:
     call: LMCall
     #: The model ended the answer within this call (stop sequence or end of text, nothing after it).
     ended: bool
+    #: Per token, the most likely alternatives as ``[text, logprob]`` pairs (when asked for).
+    top_logprobs: list[list[list]] | None = None
+    #: Per token, the entropy of the next-token distribution in nats (when asked for).
+    entropies: list[float] | None = None
 
     @property
     def probs(self) -> list[float]:
         return [math.exp(lp) for lp in self.logprobs or []]
 
 
-def cut_tokens(call: LMCall, n_chars: int) -> tuple[list[str], list[float] | None]:
-    """The tokens (and their logprobs) of ``call`` that produced its first ``n_chars`` characters."""
+def kept_tokens(call: LMCall, n_chars: int) -> int:
+    """How many of ``call``'s tokens produced its first ``n_chars`` characters."""
     kept, pos = 0, 0
     for tok in call.tokens:
         if pos >= n_chars:
             break
         pos += len(tok)
         kept += 1
+    return kept
+
+
+def cut_tokens(call: LMCall, n_chars: int) -> tuple[list[str], list[float] | None]:
+    """The tokens (and their logprobs) of ``call`` that produced its first ``n_chars`` characters."""
+    kept = kept_tokens(call, n_chars)
     return call.tokens[:kept], (call.logprobs[:kept] if call.logprobs is not None else None)
 
 
 def next_sentence(
-    lm: LM, prompt: Prompt, max_tokens: int, logprobs: bool = False, purpose: str = "generate"
+    lm: LM,
+    prompt: Prompt,
+    max_tokens: int,
+    logprobs: bool = False,
+    purpose: str = "generate",
+    top_logprobs: int = 0,
+    entropy: bool = False,
 ) -> Sentence:
     """Generate up to ``max_tokens`` tokens and keep the first sentence (the look-ahead of FLARE,
-    or one chain-of-thought sentence of IRCoT)."""
-    call = lm.generate(prompt, max_tokens, stop=STOP, logprobs=logprobs, purpose=purpose, stop_at_sentence=True)
+    or one chain-of-thought sentence of IRCoT). ``top_logprobs`` and ``entropy`` ask for the
+    per-token alternatives and entropies a trigger judges by."""
+    call = lm.generate(
+        prompt,
+        max_tokens,
+        stop=STOP,
+        logprobs=logprobs,
+        purpose=purpose,
+        stop_at_sentence=True,
+        top_logprobs=top_logprobs,
+        entropy=entropy,
+    )
     # The space after the sentence belongs to the next one (" The ..."), as the tokenizer sees it.
     text = first_sentence(call.text).rstrip()
-    tokens, lps = cut_tokens(call, len(text))
+    kept = kept_tokens(call, len(text))
     ended = call.finish_reason == "stop" and not call.text[len(text) :].strip()
-    return Sentence(text, tokens, lps, call, ended)
+    return Sentence(
+        text,
+        call.tokens[:kept],
+        call.logprobs[:kept] if call.logprobs is not None else None,
+        call,
+        ended,
+        call.top_logprobs[:kept] if call.top_logprobs is not None else None,
+        call.entropies[:kept] if call.entropies is not None else None,
+    )
 
 
 def answer_finished(answer_so_far: str, last_text: str, ended: bool) -> bool:

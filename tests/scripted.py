@@ -10,7 +10,7 @@ import contextlib
 import io
 import math
 
-from flarebench.strategies.lm import LM, GenerationRequest
+from flarebench.strategies.lm import LM, GenerationRequest, topk_entropy
 from flarebench.strategies.records import LMCall, Passage
 from flarebench.strategies.retriever import Retriever
 
@@ -18,9 +18,14 @@ from flarebench.strategies.retriever import Retriever
 class ScriptedLM(LM):
     """Replies with the next scripted item, cycling when the script runs out, and remembers every
     request. An item is a text, a (tokens, probabilities) pair, or a (tokens, probabilities,
-    finish_reason) triple; finish_reason defaults to "stop" (the model ended its output)."""
+    finish_reason) triple; finish_reason defaults to "stop" (the model ended its output). A fourth
+    element, a dict, gives per-token data a trigger may ask for: ``top`` (per token, [text,
+    probability] pairs, most likely first; served as logprobs, cut to the k asked for) and
+    ``entropies`` (per token, in nats; without them an entropy request is answered from ``top`` as a
+    server's backend answers it, the remaining mass one outcome)."""
 
     name = "scripted"
+    supports_top_logprobs = True
 
     def __init__(self, script: list, supports_logprobs: bool = True):
         self.script = list(script)
@@ -30,13 +35,19 @@ class ScriptedLM(LM):
     def _complete(self, request: GenerationRequest) -> LMCall:
         item = self.script[len(self.requests) % len(self.script)]
         self.requests.append(request)
-        finish = "stop"
+        finish, extra = "stop", {}
         if isinstance(item, str):
             tokens, probs = [item], [1.0]
+        elif len(item) == 4:  # (tokens, probabilities, finish_reason, per-token data)
+            tokens, probs, finish, extra = item
         elif len(item) == 3:  # (tokens, probabilities, finish_reason)
             tokens, probs, finish = item
         else:
             tokens, probs = item
+        tops = [[[t, math.log(p)] for t, p in alternatives] for alternatives in extra.get("top", [])] or None
+        entropies = extra.get("entropies")
+        if request.entropy and entropies is None and tops is not None:
+            entropies = [topk_entropy([lp for _, lp in top]) for top in tops]
         return LMCall(
             purpose=request.purpose,
             prompt_tokens=len(request.prompt.text.split()),
@@ -47,6 +58,8 @@ class ScriptedLM(LM):
             seconds=0.0,
             tokens=list(tokens),
             logprobs=[math.log(p) for p in probs] if request.logprobs else None,
+            top_logprobs=[t[: request.top_logprobs] for t in tops] if request.top_logprobs and tops else None,
+            entropies=list(entropies) if request.entropy and entropies is not None else None,
         )
 
 

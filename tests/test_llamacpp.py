@@ -26,6 +26,28 @@ def test_logprobs_match_llama_cpp_pythons_own_path(lm):
     assert all(lp <= 0 for lp in ours.logprobs)
 
 
+def test_entropies_and_top_logprobs_are_those_of_the_logits_and_change_nothing_else(lm):
+    # The logits each decoding step saw, copied as they are read: the reference for a numpy computation.
+    seen, read = [], lm._last_logits
+    lm._last_logits = lambda: seen.append(np.array(read(), dtype=np.float32)) or seen[-1]
+    try:
+        call = lm.generate(Prompt("", TEXT), 8, logprobs=True, top_logprobs=3, entropy=True)
+    finally:
+        del lm._last_logits  # the instance attribute shadowed the method
+    plain = lm.generate(Prompt("", TEXT), 8, logprobs=True)
+    assert (call.text, call.tokens, call.logprobs) == (plain.text, plain.tokens, plain.logprobs)
+    assert plain.top_logprobs is None and plain.entropies is None
+    assert len(call.top_logprobs) == len(call.entropies) == len(call.tokens) > 0
+    for logits, lp, top, h in zip(seen, call.logprobs, call.top_logprobs, call.entropies):
+        x = logits.astype(np.float64)
+        logp = x - x.max() - np.log(np.exp(x - x.max()).sum())
+        assert h == pytest.approx(float(-(np.exp(logp) * logp).sum()), abs=1e-6)
+        best = np.argsort(-logp, kind="stable")[:3]
+        assert [t for t, _ in top] == [lm._piece(int(i)).decode("utf-8", errors="replace") for i in best]
+        assert [v for _, v in top] == pytest.approx(logp[best].tolist(), abs=1e-6)
+        assert top[0][1] == pytest.approx(lp, abs=1e-5)  # greedy: the chosen token is the most likely
+
+
 def test_token_cap_and_stop_sequences(lm):
     capped = lm.generate(Prompt("", TEXT), 3)
     assert (capped.completion_tokens, capped.finish_reason, capped.logprobs) == (3, "length", None)

@@ -279,6 +279,42 @@ def test_a_completion_carries_tokens_logprobs_usage_and_is_cut_at_the_stop(scrip
     )
 
 
+def test_top_logprobs_and_entropy_bounds_come_from_the_servers_alternatives(scripted):
+    from flarebench.strategies.openai_lm import ENTROPY_TOP_K
+
+    lm = _lm(scripted)
+    assert lm.supports_top_logprobs
+    call = lm.generate(PROMPT, 16, stop=("\n\n",), logprobs=True, top_logprobs=2, entropy=True)
+    sent = scripted.requests[-1][1]
+    assert sent["logprobs"] == ENTROPY_TOP_K == 20  # as many as a server gives, for the entropy bound
+    # The scripted server lists the token (p) and "x" ((1 - p) / 2): the rest, (1 - p) / 2, is one
+    # more outcome. For " is" (p = 0.5): H = -(0.5 ln 0.5 + 2 * 0.25 ln 0.25) = 1.5 ln 2.
+    assert call.tokens == [" Paris", " is", " nice", "."]
+    assert [[t for t, _ in top] for top in call.top_logprobs] == [
+        [" Paris", "x"],
+        [" is", "x"],
+        ["x", " nice"],  # most likely first (this scripted server is not greedy there)
+        [".", "x"],
+    ]
+    assert math.exp(call.top_logprobs[1][1][1]) == pytest.approx(0.25)
+    assert call.entropies[1] == pytest.approx(1.5 * math.log(2))
+    for p, h in zip([0.9, 0.5, 0.3, 0.95], call.entropies):
+        assert h == pytest.approx(-p * math.log(p) - (1 - p) * math.log((1 - p) / 2))
+    # Only what was asked for comes back; plain requests send what they always sent.
+    margin = lm.generate(PROMPT, 16, stop=("\n\n",), logprobs=True, top_logprobs=2)
+    assert scripted.requests[-1][1]["logprobs"] == 2 and margin.entropies is None and len(margin.top_logprobs) == 4
+    plain = lm.generate(PROMPT, 16, stop=("\n\n",), logprobs=True)
+    assert scripted.requests[-1][1]["logprobs"] == 1 and plain.top_logprobs is None and plain.entropies is None
+    chat = Scripted(completions=False)
+    endpoint = Endpoint(chat)
+    chat.endpoint = endpoint
+    try:
+        served = _lm(chat).generate(PROMPT, 16, stop=("\n\n",), top_logprobs=2)
+        assert chat.requests[-1][1]["top_logprobs"] == 2 and served.top_logprobs[0] == [[" Paris", math.log(0.9)]] * 2
+    finally:
+        endpoint.down()
+
+
 def test_logit_bias_goes_by_the_servers_token_ids(scripted):
     lm = _lm(scripted)
     call = lm.generate(PROMPT, 1, logit_bias={" Paris": -100.0})

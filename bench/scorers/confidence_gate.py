@@ -12,16 +12,19 @@ import pandas as pd
 from flarebench.bench.confidence import gate_record, gate_summary
 from flarebench.bench.scorers.registry import HIGHER, LOWER, Column, Group, Scoring, scorer
 from flarebench.strategies.records import Trace
+from flarebench.strategies.triggers import fires_high
 
 
 def gate_row(trace: Trace, probe: Any, row: Mapping[str, Any]) -> dict[str, Any]:
-    """``gate_score``, ``gate_fired`` and ``gate_threshold``: what the gate judged over the answer
-    (:func:`flarebench.bench.confidence.gate_record`); None for strategies without a gate."""
+    """``gate_score``, ``gate_fired``, ``gate_threshold`` and ``gate_trigger``: what the gate judged
+    over the answer (:func:`flarebench.bench.confidence.gate_record`); None for strategies without
+    a gate."""
     gate = gate_record(trace)
     return {
         "gate_score": gate.score if gate else None,
         "gate_fired": gate.fired if gate else None,
         "gate_threshold": gate.threshold if gate else None,
+        "gate_trigger": gate.trigger if gate else None,
     }
 
 
@@ -29,25 +32,38 @@ def _has_drafts(rows: pd.DataFrame) -> bool:
     return "gate_score" in rows and pd.to_numeric(rows["gate_score"], errors="coerce").notna().any()
 
 
+def _trigger(rows: pd.DataFrame) -> str | None:
+    """The one trigger the rows' gate records name, or None (none named, or several)."""
+    names = rows["gate_trigger"].dropna().unique() if "gate_trigger" in rows else []
+    return str(names[0]) if len(names) == 1 else None
+
+
 def gate_notes(summary: pd.DataFrame, scoring: Scoring) -> list[str]:
     """Per strategy with a gate: an undefined or low AUROC, and a gate that fires on nearly everything."""
     notes = []
     for _, row in summary.iterrows():
-        if not _has_drafts(scoring.groups[row["strategy"]]):
+        rows = scoring.groups[row["strategy"]]
+        if not _has_drafts(rows):
             continue
+        trigger = _trigger(rows)
+        low, threshold = (
+            ("a low draft probability", "this theta")
+            if trigger in (None, "min_prob")
+            else ("low draft confidence", f"this {trigger} threshold")
+        )
         if pd.isna(row["gate_auroc"]):
             notes.append(
                 f"gate_auroc of {row['strategy']}: undefined: its answers with drafts are all right or all wrong"
             )
         elif row["gate_auroc"] < 0.6:
             notes.append(
-                f"gate of {row['strategy']}: AUROC {row['gate_auroc']:.2f}: a low draft probability barely "
+                f"gate of {row['strategy']}: AUROC {row['gate_auroc']:.2f}: {low} barely "
                 "(or inversely) marks wrong answers on this model and probe set"
             )
         if row["gate_fire_right"] >= 0.9 and row["gate_fire_wrong"] >= 0.9:
             notes.append(
                 f"gate of {row['strategy']}: fired on {row['gate_fire_right']:.0%} of right and "
-                f"{row['gate_fire_wrong']:.0%} of wrong answers: at this theta it retrieves for nearly everything"
+                f"{row['gate_fire_wrong']:.0%} of wrong answers: at {threshold} it retrieves for nearly everything"
             )
     return notes
 
@@ -56,17 +72,19 @@ def gate_notes(summary: pd.DataFrame, scoring: Scoring) -> list[str]:
     Column(
         "gate_auroc",
         "Is the confidence gate informative? Over answers whose steps a confidence gate judged "
-        "(FLARE direct), the AUROC of the answer's lowest gate score (the lowest token probability of its drafted "
-        "sentences, as recorded in each step) for telling right answers (em 1) from wrong ones (em 0): the chance "
-        "that a random right answer has a higher score than a random wrong one, ties 1/2. 1 = informative, 0.5 = "
-        "chance, below 0.5 = inverted; empty for strategies without a gate and when all such answers are right or "
-        "all wrong (undefined, not 0.5).",
+        "(FLARE direct), the AUROC of the answer's least confident gate score (for the default trigger min_prob, "
+        "the lowest token probability of its drafted sentences, as recorded in each step) for telling right answers "
+        "(em 1) from wrong ones (em 0): the chance that a random right answer is judged more confident than a random "
+        "wrong one (a higher score; a lower one for triggers that fire high, entropy and self_check), ties 1/2. "
+        "1 = informative, 0.5 = chance, below 0.5 = inverted; empty for strategies without a gate and when all such "
+        "answers are right or all wrong (undefined, not 0.5).",
         better=HIGHER,
     ),
     Column(
         "gate_fire_right",
         "Share of right answers (em 1) on which the gate fired at least once (a step's recorded "
-        "score at or below the threshold the step recorded); empty without a gate or right answers.",
+        "score at or below the threshold the step recorded, at or above it for triggers that fire high); "
+        "empty without a gate or right answers.",
         better=LOWER,
     ),
     Column(
@@ -90,4 +108,6 @@ def confidence_gate(g: Group) -> dict[str, float]:
         score = pd.Series(np.nan, index=rows.index)
     usable = score.notna() & ~g.failed
     fired = rows["gate_fired"] if "gate_fired" in rows else pd.Series(None, index=rows.index)
-    return gate_summary(list(score[usable]), list(fired[usable]), list(g.scores("em")[usable]))
+    # Triggers that fire high (entropy, self_check): a higher score is less confident.
+    high = rows["gate_trigger"].map(fires_high) if "gate_trigger" in rows else pd.Series(False, index=rows.index)
+    return gate_summary(list(score[usable]), list(fired[usable]), list(g.scores("em")[usable]), list(high[usable]))
