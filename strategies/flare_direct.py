@@ -12,11 +12,10 @@ own ``threshold``.
 
 from __future__ import annotations
 
-import dataclasses
 import itertools
 import re
 from dataclasses import dataclass
-from typing import Any, Literal
+from typing import Literal
 
 from flarebench.strategies.base import Strategy, finish, first_hop, retrieve
 from flarebench.strategies.lm import LM, Prompt
@@ -41,10 +40,6 @@ ABSTENTION = " I am not confident enough to answer this question."
 
 #: The trigger flare_direct uses by default: any drafted token with p <= theta (recorded in ``Step.gate``).
 TRIGGER = DEFAULT_TRIGGER
-#: The trigger parameters, left out of the recorded parameters while at their defaults: a spec that
-#: sets none of them keeps the run configuration (and so the run folder and baselines) it had before
-#: they existed.
-TRIGGER_PARAMS = {"trigger": TRIGGER, "threshold": None, "ignore_terms": None, "ignore_known": False}
 
 # Explicit queries: the LM writes one question per low-confidence span, having read the answer so far
 # and the drafted sentence (the official prompt shows the generated text, then asks for "a question to
@@ -185,10 +180,6 @@ class FlareDirect(Strategy):
         if self._terms:
             shape["ignore_terms_sha256"] = terms_sha256(self._terms)
         return shape
-
-    def params(self) -> dict[str, Any]:
-        """The parameters, the trigger's left out while at their defaults (see TRIGGER_PARAMS)."""
-        return {k: v for k, v in dataclasses.asdict(self).items() if TRIGGER_PARAMS.get(k, ...) != v}
 
     def run(self, question: str, lm: LM, retriever: Retriever) -> Trace:
         # pending: retrievals not yet recorded on a step (they go on the step they serve)

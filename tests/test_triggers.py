@@ -291,8 +291,7 @@ def test_triggers_that_fire_high_are_known_by_name():
 
 def test_the_default_spec_keeps_its_parameters_request_shape_and_gate_records():
     default = FlareDirect()
-    # The parameters as run.json recorded them before triggers existed (the run folder's hash and
-    # every baseline's fingerprint are made from them).
+    # The parameters as run.json records them: those before triggers existed, then the trigger's.
     assert default.params() == {
         "k": 3,
         "max_tokens": 128,
@@ -306,6 +305,10 @@ def test_the_default_spec_keeps_its_parameters_request_shape_and_gate_records():
         "max_docs": 9,
         "max_retrievals": None,
         "abstain": False,
+        "trigger": "min_prob",
+        "threshold": None,
+        "ignore_terms": None,
+        "ignore_known": False,
     }
     # The request shape as the code before triggers built it.
     shape = Strategy.request_shape(default)
@@ -316,7 +319,6 @@ def test_the_default_spec_keeps_its_parameters_request_shape_and_gate_records():
     assert len({json.dumps(parse_spec(s).params()) + parse_spec(s).request_sha256() for s in same}) == 1
     assert default.static_prompts() == (default.template.static, QUESTION_PROMPT)
     assert parse_spec("flare_direct:theta=0.6").params()["theta"] == 0.6
-    assert "trigger" not in parse_spec("flare_direct:theta=0.6").params()
     assert parse_spec("flare_direct:trigger=margin").params()["trigger"] == "margin"
     assert parse_spec("flare_direct:trigger=margin").request_sha256() != default.request_sha256()
     # A step's gate record: the four keys, in their order.
