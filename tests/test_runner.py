@@ -117,7 +117,9 @@ def test_resumed_run_equals_uninterrupted_run(tmp_path):
 
     assert [key(t) for t in resumed.log.read()] == [key(t) for t in whole.log.read()]
     info = json.loads((tmp_path / "a" / "run.json").read_text())
-    assert info["status"] == "complete" and info["config"]["strategies"] == {"single_time": {"k": 3, "max_tokens": 128}}
+    assert info["status"] == "complete" and info["config"]["strategies"] == {
+        "single_time": {"k": 3, "max_tokens": 128, "answer_form": "short"}
+    }
 
 
 @pytest.mark.model
