@@ -124,7 +124,15 @@ def _convert(spec: str, key: str, raw: str, typ: Any) -> Any:
 
 
 #: The built-in strategies, in the order `all` runs them (simplest first).
-BUILTIN = ("no_retrieval", "single_time", "fixed_interval", "ircot", "flare_direct", "flare_instruct")
+BUILTIN = (
+    "no_retrieval",
+    "single_time",
+    "fixed_interval",
+    "ircot",
+    "flare_direct",
+    "flare_instruct",
+    "adaptive",
+)
 
 
 def _load_builtin() -> None:

@@ -83,7 +83,7 @@ def test_long_templates_show_multi_sentence_answers_without_a_final_answer_state
 
 
 @pytest.mark.parametrize(
-    "name", ["no_retrieval", "single_time", "fixed_interval", "ircot", "flare_direct", "flare_instruct"]
+    "name", ["no_retrieval", "single_time", "fixed_interval", "ircot", "flare_direct", "flare_instruct", "adaptive"]
 )
 def test_every_strategy_answers_in_the_form_it_is_given(name):
     """A long-form strategy sends only long-form prompts (and a short one only short ones), and its
@@ -93,13 +93,16 @@ def test_every_strategy_answers_in_the_form_it_is_given(name):
     from tests.scripted import ScriptedLM, ScriptedRetriever
 
     statics = {}
+    # adaptive's gate fires on this draft (p 0.5 <= 0.5): it sends its closed-book and open-book prompts
+    spec = "adaptive:threshold=0.5" if name == "adaptive" else name
     for defaults in (None, LONG_ANSWER_DEFAULTS):
-        strategy = parse_spec(name, defaults)
+        strategy = parse_spec(spec, defaults)
         lm = ScriptedLM([(["The", " mother", " is", " Ann", "."], [0.5] * 5), " So the answer is Ann."])
         strategy.run("Who is the mother of Bo?", lm, ScriptedRetriever([["d1", "d2", "d3"]]))
         # the answer's own prompts: FLARE direct's question-generation prompt is the same in both forms
         sent = {r.prompt.static for r in lm.requests if r.purpose != "query"}
-        assert sent == {strategy.template.static}, name
+        expected = set(strategy.static_prompts()) if name == "adaptive" else {strategy.template.static}
+        assert sent == expected and strategy.template.static in sent, name
         statics[strategy.answer_form] = (strategy.template.static, strategy.request_sha256(), strategy.max_tokens)
     assert statics["short"][0] != statics["long"][0] and statics["short"][1] != statics["long"][1]
     assert (statics["short"][2], statics["long"][2]) == (128, 256)

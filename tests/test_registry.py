@@ -10,7 +10,10 @@ from flarebench.strategies.registry import SpecError
 
 
 def test_builtin_strategies_are_registered():
-    assert {"no_retrieval", "single_time"} <= set(names())
+    from flarebench.strategies.registry import BUILTIN
+
+    assert {"no_retrieval", "single_time", "adaptive"} <= set(names())
+    assert set(BUILTIN) <= set(names()) and BUILTIN[-1] == "adaptive"
     assert get("single_time").name == "single_time"
 
 

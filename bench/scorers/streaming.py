@@ -10,8 +10,10 @@ order :func:`events` gives: step by step, and within a step
   retrieval on the step whose call it served), then the step's calls in their recorded order;
 * except FLARE direct's retrievals during a step (reason ``low_confidence``): the draft (and, with
   explicit queries, the question-generation calls, purpose ``query``) come first, then those
-  retrievals, then the ``regenerate`` call. Which retrieval comes between which calls is not
-  recorded; it is read from the reasons and purposes as ``flare_direct`` makes them.
+  retrievals, then the ``regenerate`` call; adaptive's retrieval (reason ``adaptive``) likewise
+  runs after its closed-book draft and before its open-book answer (purpose ``regenerate``).
+  Which retrieval comes between which calls is not recorded; it is read from the reasons and
+  purposes as ``flare_direct`` and ``adaptive`` make them.
 
 A step's text is shown as the call that wrote it generates it: the step's last call that is not a
 question-generation call (the draft when FLARE's gate did not fire, the regeneration when it did;
@@ -48,11 +50,12 @@ import pandas as pd
 
 from flarebench.bench.scorers.registry import LOWER, Column, Group, scorer
 from flarebench.strategies.flare_instruct import SEARCH_CALL_RE
-from flarebench.strategies.records import LOW_CONFIDENCE, LMCall, Retrieval, Step, Trace
+from flarebench.strategies.records import ADAPTIVE, LOW_CONFIDENCE, LMCall, Retrieval, Step, Trace
 from flarebench.strategies.sentences import split_sentences
 
-#: Retrieval reasons made inside a step, after its draft and before its regeneration (FLARE direct).
-MID_STEP_REASONS = frozenset({LOW_CONFIDENCE})
+#: Retrieval reasons made inside a step, after its draft and before its regeneration (FLARE direct;
+#: adaptive, whose open-book answer call has the purpose ``regenerate``).
+MID_STEP_REASONS = frozenset({LOW_CONFIDENCE, ADAPTIVE})
 #: The call purpose that follows a step's mid-step retrievals (FLARE direct's regeneration).
 REGENERATE = "regenerate"
 #: Call purposes whose text is never shown: FLARE direct's explicit question generation.
