@@ -109,7 +109,7 @@ def check_compatible(spec: str, strategy: Strategy, lm: LM) -> None:
         raise StrategyRefused(
             f"{spec} needs per-token logprobs, which {lm.name} does not return; "
             "use flare_instruct or fixed_interval with this backend"
-            + (", or flare_direct:trigger=self_check" if strategy.name == "flare_direct" else "")
+            + (f", or {strategy.name}:trigger=self_check" if hasattr(strategy, "gate_trigger") else "")
         )
     if strategy.needs_top_logprobs and not getattr(lm, "supports_top_logprobs", False):
         raise StrategyRefused(
