@@ -23,7 +23,7 @@ from flarebench.strategies.registry import register
 from flarebench.strategies.retriever import Retriever
 from flarebench.strategies.steps import Sentence
 from flarebench.strategies.triggers import DEFAULT as DEFAULT_TRIGGER
-from flarebench.strategies.triggers import SELF_CHECK_PROMPT, SELF_CHECK_QUERY, SELF_CHECK_STOP, Context, Trigger
+from flarebench.strategies.triggers import SELF_CHECK_PROMPT, SELF_CHECK_QUERY, SELF_CHECK_STOP, Context, Gated
 from flarebench.strategies.triggers import get as get_trigger
 
 #: min_prob's default threshold here. FLARE's theta (0.8) judges one sentence; the lowest token
@@ -39,7 +39,7 @@ ANSWER_PURPOSE = "regenerate"
 
 @register("adaptive")
 @dataclass
-class Adaptive(Strategy):
+class Adaptive(Gated, Strategy):
     """Draft closed-book in one call; if the trigger fires on the draft, retrieve ``k`` documents
     with the question and answer open-book in one more call, else keep the draft.
 
@@ -61,21 +61,6 @@ class Adaptive(Strategy):
     def draft_template(self) -> PromptTemplate:
         """The closed-book template the draft is written with (as no_retrieval's)."""
         return template(self.answer_form, open_book=False)
-
-    @property
-    def gate_trigger(self) -> Trigger:
-        """The configured trigger (built by :meth:`validate`)."""
-        return self._gate
-
-    @property
-    def needs_logprobs(self) -> bool:  # type: ignore[override]
-        """Every trigger but ``self_check`` judges per-token logprobs."""
-        return self._gate.needs_logprobs
-
-    @property
-    def needs_top_logprobs(self) -> bool:  # type: ignore[override]
-        """``entropy`` and ``margin`` need per-token alternatives (or entropies) too."""
-        return bool(self._gate.top_logprobs or self._gate.entropy)
 
     def validate(self) -> None:
         super().validate()

@@ -29,8 +29,8 @@ from flarebench.strategies.triggers import (
     SELF_CHECK_QUERY,
     SELF_CHECK_STOP,
     Context,
+    Gated,
     Judgement,
-    Trigger,
     read_terms,
     terms_sha256,
 )
@@ -92,7 +92,7 @@ def round_robin(results: list[list[Passage]], k: int) -> list[Passage]:
 
 @register("flare_direct")
 @dataclass
-class FlareDirect(Strategy):
+class FlareDirect(Gated, Strategy):
     """FLARE with retrieval triggered by low-probability tokens of a drafted next sentence.
 
     ``context="replace"`` keeps only the last retrieval's documents (the official code);
@@ -126,21 +126,6 @@ class FlareDirect(Strategy):
         # The ignore file is read here, once, never while answering (a strategy's run does no I/O).
         self._terms: tuple[str, ...] = read_terms(self.ignore_terms) if self.ignore_terms else ()
         super().__post_init__()
-
-    @property
-    def gate_trigger(self) -> Trigger:
-        """The configured trigger (built by :meth:`validate`)."""
-        return self._gate
-
-    @property
-    def needs_logprobs(self) -> bool:  # type: ignore[override]
-        """Every trigger but ``self_check`` judges per-token logprobs."""
-        return self._gate.needs_logprobs
-
-    @property
-    def needs_top_logprobs(self) -> bool:  # type: ignore[override]
-        """``entropy`` and ``margin`` need per-token alternatives (or entropies) too."""
-        return bool(self._gate.top_logprobs or self._gate.entropy)
 
     def validate(self) -> None:
         super().validate()

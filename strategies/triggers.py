@@ -406,3 +406,25 @@ class SelfCheck(Trigger):
         record = {"trigger": self.name, "score": 1.0 if needs else 0.0, "threshold": None, "fired": needs}
         record["missing"] = missing
         return Judgement(record, calls=[call], query=(missing or draft.text.strip()) if needs else None)
+
+
+class Gated:
+    """What a strategy with a confidence trigger asks of its LM, from the trigger its ``validate``
+    built into ``_gate`` (flare_direct, adaptive)."""
+
+    _gate: Trigger
+
+    @property
+    def gate_trigger(self) -> Trigger:
+        """The configured trigger (built by ``validate``)."""
+        return self._gate
+
+    @property
+    def needs_logprobs(self) -> bool:
+        """Every trigger but ``self_check`` judges per-token logprobs."""
+        return self._gate.needs_logprobs
+
+    @property
+    def needs_top_logprobs(self) -> bool:
+        """``entropy`` and ``margin`` need per-token alternatives (or entropies) too."""
+        return bool(self._gate.top_logprobs or self._gate.entropy)
