@@ -42,6 +42,7 @@ counted 0, and a percentile with nothing to take it over is empty.
 from __future__ import annotations
 
 import bisect
+import os
 from collections.abc import Mapping
 from typing import Any
 
@@ -87,15 +88,6 @@ def _shares(call: LMCall, n_chars: int) -> list[float]:
     return [min(1.0, (i + 1) / length) if length else 1.0 for i in range(n_chars)]
 
 
-def _common_prefix(a: str, b: str) -> int:
-    n = 0
-    for x, y in zip(a, b):
-        if x != y:
-            break
-        n += 1
-    return n
-
-
 def shown_text(trace: Trace) -> tuple[str, list[float]]:
     """The text a reader is shown (search calls removed) and, per character, the second of the
     answer's timeline at which it appears."""
@@ -120,7 +112,7 @@ def shown_text(trace: Trace) -> tuple[str, list[float]]:
         else:
             # Held to the step's end when work of the step followed the call that wrote its text.
             floor = t if order[-1] is not writer else 0.0
-            written = _common_prefix(step.text, writer.text)
+            written = len(os.path.commonprefix([step.text, writer.text]))
             start, seconds = starts[id(writer)], float(writer.seconds)
             step_times = [max(floor, start + seconds * share) for share in _shares(writer, written)]
             step_times += [t] * (len(step.text) - written)
