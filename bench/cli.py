@@ -81,12 +81,135 @@ def _run(args: argparse.Namespace, study: dict | None = None) -> int:
 
 
 def _compare(args: argparse.Namespace) -> int:
+    from flarebench.bench.calibrate import CalibrationError, knob_of, parse_goal
+    from flarebench.bench.metrics import SUMMARY_COLUMNS
     from flarebench.strategies.registry import expand
 
     specs = expand(args.strategy)
     if len(specs) < 2:
         raise UserError(f"compare needs at least two strategies (repeat --strategy, or 'all'); got {', '.join(specs)}")
-    return _run(args, study={"kind": "compare"})
+    if not args.budget:
+        if args.objective:
+            raise UserError("--objective needs --budget METRIC<=VALUE")
+        return _run(args, study={"kind": "compare"})
+    try:
+        goal = parse_goal(args.budget, args.objective, SUMMARY_COLUMNS, "--budget")
+        # The delta, helped and harmed columns need the reference on the test part too.
+        plans = {spec: knob_of(spec) for spec in dict.fromkeys([*specs, args.reference])}
+    except CalibrationError as e:
+        raise UserError(str(e)) from None
+    return _calibrated(args, plans, goal, "compare")
+
+
+def _calibrate(args: argparse.Namespace) -> int:
+    from flarebench.bench.calibrate import CalibrationError, knob_of, parse_goal
+    from flarebench.bench.metrics import SUMMARY_COLUMNS
+    from flarebench.strategies.registry import expand
+
+    if not args.strategy:
+        raise UserError("calibrate needs --strategy SPEC: the strategy whose budget knob is calibrated")
+    if bool(args.target) == bool(args.budget):
+        raise UserError("calibrate needs one goal: --target METRIC=VALUE, or --objective METRIC --budget METRIC<=VALUE")
+    try:
+        values = [float(v) for v in args.values.split(",") if v.strip()] if args.values else None
+    except ValueError:
+        raise UserError(f"--values: expected numbers separated by commas, got {args.values!r}") from None
+    try:
+        goal = parse_goal(
+            args.target or args.budget, args.objective, SUMMARY_COLUMNS, "--target" if args.target else "--budget"
+        )
+        plans = {spec: knob_of(spec, args.param, values) for spec in expand(args.strategy)}
+    except CalibrationError as e:
+        raise UserError(str(e)) from None
+    fixed = [spec for spec, knob in plans.items() if knob is None]
+    if fixed:
+        raise UserError(f"{fixed[0]}: nothing to calibrate (no budget knob, or the spec sets it itself)")
+    return _calibrated(args, plans, goal, "calibrate")
+
+
+def _calibrated(args: argparse.Namespace, plans: dict, goal, kind: str) -> int:
+    """Calibrate every spec of ``plans`` that has a knob on a dev part of the probes, then run the
+    chosen points and the specs without a knob on the test part; the run folder's summary and
+    report are the test part's (:mod:`flarebench.bench.calibrate`)."""
+    from dataclasses import asdict
+
+    from flarebench.bench.calibrate import CalibrationError, calibrate, calibration_table, grid_specs, split, value_text
+    from flarebench.bench.report import format_table
+    from flarebench.bench.session import BenchSession, ConfigError
+
+    if args.gate or args.save_baseline:
+        raise UserError("--gate and --save-baseline gate a plain run; calibrated runs are not gated")
+    try:
+        grids = {spec: grid_specs(spec, knob) for spec, knob in plans.items() if knob is not None}
+    except CalibrationError as e:
+        raise UserError(str(e)) from None
+    args.strategy = list(dict.fromkeys(s for spec in plans for s in grids.get(spec, [spec])))
+    study = {
+        "kind": kind,
+        "goal": asdict(goal),
+        "dev_fraction": args.dev_fraction,
+        "seed": args.seed,
+        "tolerance": args.budget_tolerance,
+    }
+    try:
+        session = BenchSession(
+            **{o.dest: getattr(args, o.dest) for o in RUN_OPTIONS}, study=study, option_sources=args.option_sources
+        )
+    except ConfigError as e:
+        raise UserError(str(e)) from None
+    if session.lm_capabilities:
+        print(f"flarebench: {session.lm_capabilities}", file=sys.stderr)
+    failed, chosen = [], {}
+    try:
+        try:
+            dev_ids, test_ids = split([p.id for p in session.selected], args.dev_fraction, args.seed)
+        except CalibrationError as e:
+            raise UserError(str(e)) from None
+        study["dev_probe_ids"], study["test_probe_ids"] = dev_ids, test_ids
+        dev = [p for p in session.selected if p.id in set(dev_ids)]
+        test = [p for p in session.selected if p.id in set(test_ids)]
+        session.focus([spec for spec in plans if spec not in grids], test)
+        results = []
+        for spec, knob in plans.items():
+            if knob is None:
+                continue
+            try:
+                cal = calibrate(spec, knob, goal, lambda s: session.measure(s, dev, f"dev {s}"))
+            except CalibrationError as e:
+                print(f"flarebench: {e}", file=sys.stderr)
+                failed.append(spec)
+                continue
+            results.append(cal)
+            chosen[spec] = cal.chosen
+            print(
+                f"calibrated {spec}: {cal.param}={value_text(cal.value)} ({cal.method}, {len(cal.points)} of "
+                f"{len(knob.grid)} values run on dev; dev {goal.metric} {cal.dev[goal.metric]:.3f}"
+                + ("" if cal.feasible else "; no value met the budget on dev")
+                + ")",
+                file=sys.stderr,
+            )
+        final = [chosen.get(spec, spec) for spec in plans if spec in chosen or spec not in grids]
+        for spec in final:
+            traces = session.run(spec, test, f"test {spec}")
+            if any(t.error for t in traces):
+                failed.append(spec)
+        study["calibration"] = [c.record() for c in results]
+        session.focus(final, test)
+        session.write_summary()
+        session.write_report()
+    except (KeyboardInterrupt, LMUnavailable):
+        session.write_summary()
+        session.mark_interrupted()
+        raise
+    finally:
+        session.close()
+    print("\n".join(session.closing_lines()))
+    print(format_table(calibration_table(session.summary(), study)))
+    if chosen:
+        print("chosen (paste as --strategy): " + " ".join(shlex.quote(s) for s in chosen.values()))
+    if failed:
+        print(f"flarebench: failed: {', '.join(failed)}", file=sys.stderr)
+    return 1 if failed else 0
 
 
 def _sweep(args: argparse.Namespace) -> int:
@@ -162,7 +285,7 @@ def _rescore(args: argparse.Namespace):
         reference=reference,
         faithfulness=faithfulness,
     )
-    write_summary(run_dir, summary, config)
+    write_summary(run_dir, summary, config, info.get("study"))
     return run_dir, info, traces, probe_set, summary
 
 
@@ -298,6 +421,30 @@ def _add_run_options(parser: argparse.ArgumentParser, helps: dict[str, str] | No
         parser.add_argument(opt.flag, **kwargs)
 
 
+def _add_calibration_options(parser: argparse.ArgumentParser, budget_help: str) -> None:
+    from flarebench.bench.calibrate import DEV_FRACTION, TOLERANCE
+
+    parser.add_argument("--budget", metavar="METRIC=VALUE", help=budget_help)
+    parser.add_argument(
+        "--objective", metavar="METRIC", help="with a METRIC<=VALUE budget: the figure to maximise (default: f1)"
+    )
+    parser.add_argument(
+        "--dev-fraction",
+        type=float,
+        default=DEV_FRACTION,
+        metavar="F",
+        help=f"share of the probes in the dev part (default: {DEV_FRACTION})",
+    )
+    parser.add_argument("--seed", type=int, default=0, help="seed of the dev/test split (default: 0)")
+    parser.add_argument(
+        "--budget-tolerance",
+        type=float,
+        default=TOLERANCE,
+        metavar="X",
+        help=f"how far off the goal a test figure may be before the strategy is said to miss it (default: {TOLERANCE})",
+    )
+
+
 def _add_scoring_options(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("run_dir", metavar="RUN_DIR", help="a run folder (holding run.json and traces.jsonl)")
     for opt in RUN_OPTIONS:
@@ -343,6 +490,38 @@ def build_parser() -> argparse.ArgumentParser:
         "latency distributions and a trace viewer. The options are those of `run`.",
     )
     _add_run_options(compare)
+    _add_calibration_options(
+        compare,
+        budget_help=(
+            "compare at a matched budget: calibrate every strategy's budget knob (a trigger's threshold, "
+            "fixed_interval's interval, flare_instruct's search_bias) on a dev part to METRIC=VALUE (e.g. "
+            "retrieval_rate=0.5; or METRIC<=VALUE with --objective), then compare all on the test part; a spec "
+            "that sets its knob runs as given"
+        ),
+    )
+    calibrate = command(
+        "calibrate",
+        _calibrate,
+        "choose a strategy's budget knob on a dev part of the probes, checked on the rest",
+        "Split the probes (seeded) into a dev and a test part, sweep --param of --strategy on dev (bisection to a "
+        "--target, a grid for --objective under a --budget), run the chosen value on test and report its realised "
+        "figures there, with the chosen spec to paste. The other options are those of `run`.",
+    )
+    calibrate.add_argument(
+        "--param",
+        metavar="NAME",
+        help="the parameter to calibrate (default: the strategy's budget knob: theta or threshold of a trigger, "
+        "interval of fixed_interval, search_bias of flare_instruct)",
+    )
+    calibrate.add_argument(
+        "--values", metavar="V1,V2,...", help="the values to try, in order (default: the knob's own grid)"
+    )
+    calibrate.add_argument("--target", metavar="METRIC=VALUE", help="hit this figure on dev, e.g. retrieval_rate=0.5")
+    _add_run_options(calibrate)
+    _add_calibration_options(
+        calibrate,
+        budget_help=("with --objective: the budget the chosen value must keep on dev, e.g. retrieval_rate<=0.5"),
+    )
     sweep = command(
         "sweep",
         _sweep,
@@ -421,7 +600,7 @@ def _with_settings(args: argparse.Namespace) -> None:
 def main(argv: list[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
     try:
-        if args.func in (_run, _compare, _sweep):
+        if args.func in (_run, _compare, _sweep, _calibrate):
             _with_settings(args)
         return args.func(args)
     except UserError as e:

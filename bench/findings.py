@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import pandas as pd
 
+from flarebench.bench.calibrate import calibration_table, missed_lines
 from flarebench.bench.plots import QUALITY, cost_axis, pareto_front, tokens_frame
 from flarebench.bench.report import interval_text
 from flarebench.strategies.registry import with_param
@@ -128,6 +129,8 @@ def findings(summary: pd.DataFrame, study: dict) -> list[str]:
         return []
     cost_col, cost_label, _ = cost_axis(summary)
     out = _sweep(summary, study) if study.get("kind") == "sweep" else []
+    if "calibration" in study:
+        out += missed_lines(calibration_table(summary, study), study)
     out += [f for f in (_long_answers(summary), _retrieval_helps(summary), _deltas(summary)) if f]
     out.append(_front(summary, cost_col, cost_label))
     out.append(_front(summary, "latency_p95_s", "p95 latency"))

@@ -23,6 +23,7 @@ import pandas as pd
 
 from flarebench.bench import plots
 from flarebench.bench.adoption import Adoption, headers, intro
+from flarebench.bench.calibrate import calibration_note, calibration_table
 from flarebench.bench.findings import findings
 from flarebench.bench.metrics import COLUMN_DOCS
 from flarebench.bench.report import adoption_of, compact_frame, probe_rows, write_atomic
@@ -208,6 +209,17 @@ def _plots(summary: pd.DataFrame, rows: pd.DataFrame, study: dict, order: list[s
                 wide=True,
             )
         )
+    if study.get("calibration"):
+        parts.append(
+            _figure(
+                plots.calibration(summary, study),
+                "plot-calibration",
+                "quality against retrieval rate: dev sweeps and chosen points",
+                "Each calibrated strategy's grid points run on the dev part (F1 against the goal's metric), the "
+                "chosen one ringed, and the same value on the test part as a cross; the dashed line is the goal.",
+                wide=True,
+            )
+        )
     if not rows.empty:
         parts.append(
             _figure(
@@ -232,6 +244,15 @@ def _plots(summary: pd.DataFrame, rows: pd.DataFrame, study: dict, order: list[s
             )
         )
     return '<div class="plots">' + "\n".join(p for p in parts if p) + "</div>"
+
+
+def _calibration(summary: pd.DataFrame, study: dict) -> str:
+    """A calibrated run's calibration table and its note (nothing for other runs)."""
+    if "calibration" not in study:
+        return ""
+    note = html.escape(calibration_note(study))
+    table = _table(calibration_table(summary, study), "calibration")
+    return f'<h3>Calibration</h3><p class="muted">{note}</p><div class="scroll">{table}</div>'
 
 
 def _theta(rows: pd.DataFrame) -> float | None:
@@ -282,6 +303,7 @@ def render(summary: pd.DataFrame, info: dict, traces: list[Trace], probe_set) ->
         findings=f'<section id="findings"><h2>What this run shows</h2><ul>{shows}</ul></section>' if shows else "",
         notes=f"<h3>Notes</h3><ul>{notes}</ul>" if notes else "",
         table=_table(compact, "summary"),
+        calibration=_calibration(summary, study),
         adoption=_adoption(adoption_of(summary)),
         full_table=_table(summary, "summary-full"),
         plots=_plots(summary, rows, study, order),
@@ -321,7 +343,7 @@ _PAGE = """<!DOCTYPE html>
 {findings}
 <section id="comparison">
 <h2>Comparison</h2>
-<div class="scroll">{table}</div>
+{calibration}<div class="scroll">{table}</div>
 {notes}
 <details><summary>Every column (as in summary.csv)</summary><div class="scroll">{full_table}</div></details>
 </section>

@@ -138,6 +138,40 @@ def sweep(summary: pd.DataFrame, study: dict) -> bytes | None:
     return _png(fig)
 
 
+def calibration(summary: pd.DataFrame, study: dict) -> bytes | None:
+    """For a calibrated run: quality against the goal's metric (the retrieval rate), one curve per
+    calibrated strategy through the grid points run on dev, its chosen point ringed, and where that
+    point landed on test (a cross); the goal as a dashed line."""
+    records = study.get("calibration") or []
+    metric = (study.get("goal") or {}).get("metric", "retrieval_rate")
+    if not records:
+        return None
+    test = {r["strategy"]: r for r in summary.to_dict("records")}
+    fig = Figure(figsize=(7.2, 4.4))
+    ax = fig.subplots()
+    for cal in records:
+        points = sorted((p[metric], p[QUALITY]) for p in cal["points"] if not _missing(p[metric], p[QUALITY]))
+        if not points:
+            continue
+        (line,) = ax.plot(*zip(*points), marker="o", markersize=4, label=f"{cal['base']} (dev)")
+        chosen = cal["dev"]
+        ax.scatter([chosen[metric]], [chosen[QUALITY]], s=140, facecolors="none", edgecolors=line.get_color())
+        if cal["chosen"] in test and not _missing(test[cal["chosen"]][metric], test[cal["chosen"]][QUALITY]):
+            ax.scatter(
+                [test[cal["chosen"]][metric]], [test[cal["chosen"]][QUALITY]], marker="x", s=70, color=line.get_color()
+            )
+    ax.axvline(float(study["goal"]["value"]), color="grey", linestyle="--", linewidth=1)
+    ax.set_xlabel(f"{metric} (dev curve; x: the chosen value on test)")
+    ax.set_ylabel(f"{QUALITY.upper()} (stated answer)")
+    ax.grid(alpha=0.3)
+    ax.legend(fontsize=7)
+    return _png(fig)
+
+
+def _missing(*values) -> bool:
+    return any(v is None or (isinstance(v, float) and math.isnan(v)) for v in values)
+
+
 def latency(rows: pd.DataFrame, order: list[str]) -> bytes | None:
     """Per-question wall time per strategy as box plots (median, quartiles, whiskers at 1.5 IQR,
     outliers as points) with p95 marked."""

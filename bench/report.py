@@ -11,6 +11,7 @@ import pandas as pd
 from tabulate import tabulate
 
 from flarebench.bench.adoption import ADOPTION_MD, adoption, markdown
+from flarebench.bench.calibrate import CALIBRATION_CSV, calibration_note, calibration_table, missed_lines
 from flarebench.bench.metrics import COLUMN_DOCS, SUMMARY_COLUMNS, probe_row, summarize
 from flarebench.strategies.records import Trace
 
@@ -148,11 +149,22 @@ def format_table(summary: pd.DataFrame, fmt: str = "github", compact: bool = Fal
     return tabulate(frame, headers="keys", tablefmt=fmt, showindex=False, floatfmt=".3f")
 
 
-def write_summary(run_dir: Path, summary: pd.DataFrame, config: dict) -> None:
+def write_summary(run_dir: Path, summary: pd.DataFrame, config: dict, study: dict | None = None) -> None:
     """Write summary.csv (plain decimals), summary.md (the table, its column definitions and
     the configuration it came from) and adoption.md (the before/after tables against the reference,
-    :mod:`flarebench.bench.adoption`)."""
+    :mod:`flarebench.bench.adoption`); for a calibrated run (``study`` holds its calibration), also
+    calibration.csv, and summary.md gains the calibration table (:mod:`flarebench.bench.calibrate`)."""
     run_dir = Path(run_dir)
+    calibrated = ""
+    if study and "calibration" in study:
+        table = calibration_table(summary, study)
+        write_atomic(run_dir / CALIBRATION_CSV, table.to_csv(index=False, float_format="%.6g"))
+        missed = "".join(f"- {line}\n" for line in missed_lines(table, study))
+        calibrated = (
+            f"## Calibration\n\n{calibration_note(study)}\n\n"
+            f"{tabulate(table, headers='keys', tablefmt='github', showindex=False, floatfmt='.3f')}\n\n"
+            + (f"{missed}\n" if missed else "")
+        )
     write_atomic(run_dir / SUMMARY_CSV, summary.to_csv(index=False, float_format="%.6g"))
     defs = "\n".join(f"- `{c}`: {COLUMN_DOCS[c]}" for c in summary.columns if c in COLUMN_DOCS)
     notes = "".join(f"- {note}\n" for note in summary.attrs.get("notes", []))
@@ -161,6 +173,7 @@ def write_summary(run_dir: Path, summary: pd.DataFrame, config: dict) -> None:
         f"Probe set `{config['probes']['name']}`, LM `{config['lm']['name']}`, "
         f"retriever `{config['retriever']['name']}`.\n\n"
         f"{format_table(summary)}\n\n"
+        + calibrated
         + (f"## Notes\n\n{notes}\n" if notes else "")
         + f"## Columns\n\n{defs}\n\n"
         + f"## Configuration\n\n```json\n{json.dumps(config, indent=2)}\n```\n"

@@ -33,6 +33,8 @@ from flarebench.strategies.records import Trace
 from flarebench.strategies.registry import expand, parse_spec
 
 RUN_JSON = "run.json"
+#: The cache of a calibration's dev runs, in the run folder.
+DEV_CACHE = "dev-cache"
 
 
 class ConfigError(ValueError):
@@ -141,6 +143,7 @@ class BenchSession:
             raise ConfigError(str(e)) from None
         self._faithfulness: dict = {}  # (strategy, probe id) -> row, scored once per trace
         self._scored_at: tuple[int, list[Trace], Any] | None = None  # see _scored()
+        self._dev: tuple | None = None  # calibration's dev-run backends (see measure())
         # A folder another process is writing is refused now, before the model loads (it is
         # checked again, authoritatively, when the lock is taken).
         self._lock: RunLock | None = None
@@ -321,15 +324,23 @@ class BenchSession:
         }
         write_atomic(run_dir / RUN_JSON, json.dumps(info, indent=2) + "\n")
 
-    def run(self, spec: str) -> list[Trace]:
-        """Run one spec over the selected probes (skipping those already in traces.jsonl) with a
-        progress bar; returns this spec's traces, resumed ones included."""
+    def run(
+        self, spec: str, probes: list | None = None, label: str | None = None, backends: tuple | None = None
+    ) -> list[Trace]:
+        """Run one spec over the selected probes, or over ``probes`` (a part of them: calibration's
+        dev and test parts), skipping those already in traces.jsonl, with a progress bar (titled
+        ``label`` when given), through the session's LM and retriever or ``backends`` (an (LM,
+        retriever) pair); returns this spec's traces of those probes, resumed ones included."""
+        lm, retriever = backends or (self.lm_backend, self.retriever_backend)
+        probes = self.selected if probes is None else probes
         done = {t.probe_id: t for t in self.log.read() if t.strategy == spec}
-        todo = [p for p in self.selected if p.id not in done]
+        todo = [p for p in probes if p.id not in done]
+        if label is None:
+            label = f"[{self.specs.index(spec) + 1}/{len(self.specs)}] {spec}"
         with tqdm(
-            total=len(self.selected),
-            initial=len(self.selected) - len(todo),
-            desc=f"[{self.specs.index(spec) + 1}/{len(self.specs)}] {spec}",
+            total=len(probes),
+            initial=len(probes) - len(todo),
+            desc=label,
             unit="probe",
             disable=not self.progress,
             file=sys.stderr,
@@ -339,17 +350,39 @@ class BenchSession:
                 spec,
                 self.strategies[spec],
                 todo,
-                self.lm_backend,
-                self.retriever_backend,
+                lm,
+                retriever,
                 self.log,
                 concurrency=self.concurrency,
             ):
                 done[trace.probe_id] = trace
                 bar.update()
-        traces = [done[p.id] for p in self.selected if p.id in done]
+        traces = [done[p.id] for p in probes if p.id in done]
         self.results[spec] = traces
         self.write_summary()
         return traces
+
+    def measure(self, spec: str, probes: list, label: str) -> dict[str, Any]:
+        """Run ``spec`` on ``probes`` (a calibration's dev part) and return its summary row there.
+
+        Dev runs go through a cache of their own in the run folder (``dev-cache/``): the grid points
+        of a sweep repeat many calls (every threshold drafts the same first sentence), and dev
+        figures are rates and quality, never latency. Test runs do not use it, so their latency is
+        measured cold (unless the run itself has --cache)."""
+        if self._dev is None:
+            from flarebench.bench.cache import CachedLM, CachedRetriever, DiskCache
+
+            cache = DiskCache(self.run_dir / DEV_CACHE)
+            self._dev = (CachedLM(self.lm_backend, cache), CachedRetriever(self.retriever_backend, cache), cache)
+        traces = self.run(spec, probes, label, backends=self._dev[:2])
+        summary = summary_frame(traces, {p.id: p for p in probes}, price=self.price)
+        return summary.iloc[0].to_dict() if len(summary) else {}
+
+    def focus(self, specs: list[str], probes: list) -> None:
+        """From now on, summarise and report only ``specs`` on ``probes`` (a calibration's chosen
+        points on its test part); run.json records that selection, so `report` rebuilds the same."""
+        self.specs, self.selected = list(specs), list(probes)
+        self._scored_at = None
 
     def _scored(self) -> tuple[list[Trace], Any]:
         """This run's traces on disk (its specs, its selected probes) and their summary, computed
@@ -359,7 +392,8 @@ class BenchSession:
         if self._scored_at is not None and self._scored_at[0] == size:
             return self._scored_at[1], self._scored_at[2]
         wanted = {p.id for p in self.selected}
-        traces = [t for t in self.log.read() if t.strategy in self.strategies and t.probe_id in wanted]
+        specs = set(self.specs)
+        traces = [t for t in self.log.read() if t.strategy in specs and t.probe_id in wanted]
         probes = {p.id: p for p in self.selected}
         from flarebench.bench.faithfulness import faithfulness_rows
 
@@ -382,8 +416,8 @@ class BenchSession:
         return self._scored()[1]
 
     def write_summary(self) -> None:
-        complete = all(spec in self.results for spec in self.specs)
-        write_summary(self.run_dir, self.summary(), self.config)
+        complete = all(spec in self.results and len(self.results[spec]) == len(self.selected) for spec in self.specs)
+        write_summary(self.run_dir, self.summary(), self.config, self.study)
         self._write_run_json(self.run_dir, status="complete" if complete else "partial")
 
     def mark_interrupted(self) -> None:
@@ -427,6 +461,8 @@ class BenchSession:
                 self.lm_backend.close()
             if getattr(self, "disk_cache", None) is not None:
                 self.disk_cache.close()
+            if getattr(self, "_dev", None) is not None:
+                self._dev[2].close()
         finally:
             if getattr(self, "_lock", None) is not None:
                 self._lock.release()

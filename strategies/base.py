@@ -15,6 +15,17 @@ from flarebench.strategies.retriever import Retriever
 from flarebench.strategies.steps import LOOKAHEAD_TOKENS
 
 
+@dataclasses.dataclass(frozen=True)
+class Knob:
+    """The parameter that sets a strategy's retrieval budget (what ``flarebench calibrate`` and
+    ``compare --budget`` tune): its name, the values to try in order, and whether the retrieval
+    rate rises (True) or falls as the value grows."""
+
+    param: str
+    grid: tuple[float, ...]
+    rate_rises: bool
+
+
 @dataclasses.dataclass
 class Strategy(ABC):
     """A retrieval strategy: given a question, an LM and a retriever, produce a Trace.
@@ -70,6 +81,10 @@ class Strategy(ABC):
     def request_sha256(self) -> str:
         """The hash of :meth:`request_shape` recorded in the run configuration."""
         return hashlib.sha256(json.dumps(self.request_shape(), sort_keys=True).encode()).hexdigest()
+
+    def budget_knob(self) -> Knob | None:
+        """The parameter that sets how often this strategy retrieves, or None when none does."""
+        return None
 
     def params(self) -> dict[str, Any]:
         """The parameters as recorded in run.json."""

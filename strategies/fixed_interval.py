@@ -11,7 +11,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Literal
 
-from flarebench.strategies.base import Strategy, finish, retrieve
+from flarebench.strategies.base import Knob, Strategy, finish, retrieve
 from flarebench.strategies.lm import LM, Prompt
 from flarebench.strategies.prompts import STOP
 from flarebench.strategies.records import FIRST_HOP, FIXED_INTERVAL, LMCall, Step, Trace
@@ -41,6 +41,13 @@ class FixedInterval(Strategy):
             raise ValueError(f"mode must be 'tokens' or 'sentence', got {self.mode!r}")
         if self.interval < 1:
             raise ValueError(f"interval must be >= 1, got {self.interval}")
+
+    def budget_knob(self) -> Knob | None:
+        """In token windows, the interval: a longer window retrieves at fewer steps of an answer
+        (the first window never does). In sentences, every step retrieves: nothing to tune."""
+        if self.mode != "tokens":
+            return None
+        return Knob("interval", (2, 3, 4, 6, 8, 12, 16, 24, 32, 48, 64, 128), rate_rises=False)
 
     def run(self, question: str, lm: LM, retriever: Retriever) -> Trace:
         docs, retrieval = retrieve(retriever, question, self.k, FIRST_HOP, step=0)

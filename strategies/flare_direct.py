@@ -147,6 +147,11 @@ class FlareDirect(Gated, Strategy):
         threshold = self.theta if self.trigger == TRIGGER and self.threshold is None else self.threshold
         self._gate = cls(threshold, self._terms, self.ignore_known)
 
+    @property
+    def threshold_param(self) -> str:  # type: ignore[override]
+        """min_prob's threshold is the paper's theta."""
+        return "theta" if self.trigger == TRIGGER else "threshold"
+
     def static_prompts(self) -> tuple[str, ...]:
         if self.trigger == "self_check":
             return (self.template.static, QUESTION_PROMPT, SELF_CHECK_PROMPT)

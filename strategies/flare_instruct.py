@@ -11,7 +11,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
-from flarebench.strategies.base import Strategy, finish, first_hop, retrieve
+from flarebench.strategies.base import Knob, Strategy, finish, first_hop, retrieve
 from flarebench.strategies.lm import LM
 from flarebench.strategies.prompts import EXEMPLARS, LONG_EXEMPLARS, STOP, Exemplar, PromptTemplate
 from flarebench.strategies.records import SEARCH_CALL, Step, Trace
@@ -109,6 +109,10 @@ class FlareInstruct(Strategy):
     @property
     def template(self) -> PromptTemplate:
         return SEARCH_TEMPLATES[self.answer_form]
+
+    def budget_knob(self) -> Knob | None:
+        """The bias on "[": a higher one opens more search calls."""
+        return Knob("search_bias", (0.0, 1.0, 2.0, 3.0, 4.0, 5.0, 6.0, 8.0, 10.0), rate_rises=True)
 
     def request_shape(self) -> dict:
         return {

@@ -37,6 +37,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, ClassVar
 
+from flarebench.strategies.base import Knob
 from flarebench.strategies.lm import LM, LMError, Prompt, topk_entropy
 from flarebench.strategies.prompts import format_docs
 from flarebench.strategies.records import LMCall, Passage
@@ -149,6 +150,9 @@ class Trigger:
     valid_range: ClassVar[tuple[float, float] | None] = None
     #: What the score is, for messages and docs.
     score_doc: ClassVar[str] = ""
+    #: Thresholds to try, in increasing order, when the threshold is calibrated to a retrieval
+    #: budget (empty: a trigger without a threshold).
+    grid: ClassVar[tuple[float, ...]] = ()
 
     def __init__(self, threshold: float | None = None, ignore_terms: Sequence[str] = (), ignore_known: bool = False):
         if self.valid_range is None:
@@ -219,6 +223,7 @@ class MinProb(TokenTrigger):
 
     default_threshold = 0.8  # flare_direct passes its theta
     valid_range = (0.0, 1.0)
+    grid = (0.0, 0.1, 0.2, 0.3, 0.4, 0.5, 0.6, 0.7, 0.8, 0.9, 1.0)
     score_doc = "the lowest token probability"
 
     def values(self, draft: Sentence) -> list[float]:
@@ -234,6 +239,7 @@ class MeanLogprob(TokenTrigger):
 
     default_threshold = -1.4
     valid_range = (-math.inf, 0.0)
+    grid = (-4.0, -3.0, -2.5, -2.0, -1.75, -1.5, -1.25, -1.0, -0.75, -0.5, -0.25, 0.0)
     score_doc = "the mean token logprob"
 
     def values(self, draft: Sentence) -> list[float]:
@@ -251,6 +257,7 @@ class Entropy(TokenTrigger):
     fires_high = True
     default_threshold = 2.0
     valid_range = (0.0, math.inf)
+    grid = (0.0, 0.25, 0.5, 0.75, 1.0, 1.5, 2.0, 2.5, 3.0, 4.0, 5.0, 6.0)
     score_doc = "the highest token entropy in nats"
 
     def values(self, draft: Sentence) -> list[float]:
@@ -271,6 +278,7 @@ class Margin(TokenTrigger):
     top_logprobs = 2
     default_threshold = 0.2
     valid_range = (0.0, 1.0)
+    grid = (0.0, 0.1, 0.2, 0.3, 0.4, 0.5, 0.6, 0.7, 0.8, 0.9, 1.0)
     score_doc = "the smallest gap between the top two token probabilities"
 
     def values(self, draft: Sentence) -> list[float]:
@@ -413,6 +421,13 @@ class Gated:
     built into ``_gate`` (flare_direct, adaptive)."""
 
     _gate: Trigger
+    #: The parameter that holds the trigger's threshold.
+    threshold_param: ClassVar[str] = "threshold"
+
+    def budget_knob(self) -> Knob | None:
+        """The trigger's threshold, over its grid; None for a trigger without one (self_check)."""
+        cls = type(self._gate)
+        return Knob(self.threshold_param, cls.grid, rate_rises=not cls.fires_high) if cls.grid else None
 
     @property
     def gate_trigger(self) -> Trigger:

@@ -83,3 +83,35 @@ def test_ctrl_c_keeps_finished_probes_and_the_same_command_resumes(tmp_path):
         return {t["probe_id"]: t["output"] for t in map(json.loads, lines)}
 
     assert outputs(run_dir) == outputs(whole)
+
+
+def test_calibrate_chooses_on_dev_reports_test_and_rebuilds_the_same(tmp_path):
+    run_dir = tmp_path / "calibrated"
+    cmd = [FLAREBENCH, "calibrate", "--strategy", "flare_direct", "--target", "retrieval_rate=0.5"]
+    cmd += ["--values", "0,0.5,1", "--limit", "4", "--report-dir", str(run_dir)]
+    done = subprocess.run(cmd, capture_output=True, text=True, env=_env(tmp_path))
+    assert done.returncode == 0, done.stderr[-2000:]
+    info = json.loads((run_dir / "run.json").read_text())
+    study = info["study"]
+    [cal] = study["calibration"]
+    # One dev probe, three test probes; bisection ran both ends and then stopped or halved once.
+    assert (len(study["dev_probe_ids"]), len(study["test_probe_ids"])) == (1, 3)
+    assert info["probe_ids"] == study["test_probe_ids"] and info["status"] == "complete"
+    assert cal["method"] == "bisection" and {0.0, 1.0} <= {p["value"] for p in cal["points"]}
+    assert [p["retrieval_rate"] for p in cal["points"] if p["value"] in (0.0, 1.0)] == [0.0, 1.0]
+    summary = pd.read_csv(run_dir / "summary.csv")
+    assert list(summary["strategy"]) == [cal["chosen"]] and summary["n"].iloc[0] == 3
+    table = pd.read_csv(run_dir / "calibration.csv")
+    assert table["calibrated"].iloc[0] == f"theta={cal['value']:g}"
+    assert f"chosen (paste as --strategy): {cal['chosen']}" in done.stdout
+    assert '<figure id="plot-calibration" class="wide">' in (run_dir / "report.html").read_text()
+    # The dev runs went through the run's own cache; the test runs did not.
+    traces = [json.loads(line) for line in (run_dir / "traces.jsonl").read_text().splitlines()]
+    test_calls = [
+        c for t in traces if t["probe_id"] in study["test_probe_ids"] for s in t["steps"] for c in s["lm_calls"]
+    ]
+    assert test_calls and not any(c["cached"] for c in test_calls)
+    before = (run_dir / "summary.csv").read_bytes(), (run_dir / "calibration.csv").read_bytes()
+    again = subprocess.run([FLAREBENCH, "report", str(run_dir)], capture_output=True, text=True, env=_env(tmp_path))
+    assert again.returncode == 0, again.stderr[-2000:]
+    assert ((run_dir / "summary.csv").read_bytes(), (run_dir / "calibration.csv").read_bytes()) == before

@@ -1,0 +1,331 @@
+"""Calibrating a strategy's retrieval budget on a dev split (``flarebench calibrate`` and
+``flarebench compare --budget``).
+
+The run's probes are split once, seeded, into a dev part and a test part. On dev, each strategy's
+budget knob (:meth:`flarebench.strategies.base.Strategy.budget_knob`: a trigger's threshold,
+fixed_interval's interval, flare_instruct's search_bias) is swept over its grid:
+
+* to hit a **target** (``retrieval_rate=0.5``) by bisection, since the retrieval rate moves one way
+  with the knob: the two neighbouring grid values whose rates bracket the target are found in about
+  log2(grid) runs, and the closer one is chosen, so the choice is within one grid step of the value
+  that would hit the target exactly. Where the rates met on the way are not monotone after all (a
+  small dev part is noisy), every grid value is run and the closest is chosen;
+* to maximise an **objective under a budget** (``--objective f1 --budget retrieval_rate<=0.5``) over
+  the whole grid: the best objective among the values within budget (none within: the one closest
+  to it, marked infeasible).
+
+The chosen value then runs on the test part, and the figures a report quotes are the test ones:
+a threshold is chosen on data it is not judged on.
+"""
+
+from __future__ import annotations
+
+import math
+import random
+import re
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import asdict, dataclass, field
+from typing import Any
+
+import pandas as pd
+
+from flarebench.strategies.base import Knob
+from flarebench.strategies.registry import SpecError, parse_spec, with_param
+
+#: The dev share of the probes when not told otherwise.
+DEV_FRACTION = 0.3
+#: How far a realised test figure may sit from the target (or beyond the budget) before the
+#: report says the strategy missed it.
+TOLERANCE = 0.1
+CALIBRATION_CSV = "calibration.csv"
+#: What a dev point records besides the goal's metrics.
+DEV_METRICS = ("retrieval_rate", "f1", "em", "lm_calls_per_q")
+
+_GOAL = re.compile(r"^\s*([A-Za-z_][A-Za-z0-9_]*)\s*(<=|>=|=)\s*([-+0-9.eE]+)\s*$")
+
+
+class CalibrationError(ValueError):
+    """A goal, split or knob that cannot be calibrated: one line for the user."""
+
+
+@dataclass(frozen=True)
+class Goal:
+    """What calibration aims at: ``metric = value`` (a target), or ``metric <= value`` /
+    ``metric >= value`` (a budget) under which ``objective`` is maximised."""
+
+    metric: str
+    op: str
+    value: float
+    objective: str | None = None
+
+    @property
+    def is_target(self) -> bool:
+        return self.op == "="
+
+    def describe(self) -> str:
+        text = f"{self.metric}{self.op}{self.value:g}"
+        return text if self.is_target else f"max {self.objective} with {text}"
+
+    def miss(self, realised: float) -> float:
+        """How far ``realised`` is from the target, or beyond the budget (0 within it); NaN when
+        it is missing."""
+        if realised is None or math.isnan(realised):
+            return math.nan
+        if self.is_target:
+            return abs(realised - self.value)
+        over = realised - self.value if self.op == "<=" else self.value - realised
+        return max(0.0, over)
+
+    def within(self, realised: float) -> bool:
+        """Whether a budget holds at ``realised`` (a target is never "within")."""
+        return not self.is_target and self.miss(realised) == 0.0
+
+
+def parse_goal(text: str, objective: str | None, columns: Sequence[str], option: str) -> Goal:
+    """``METRIC=V`` (a target) or ``METRIC<=V`` / ``METRIC>=V`` (a budget, ``objective`` default
+    f1), its metrics checked against the summary ``columns``; a CalibrationError naming ``option``."""
+    m = _GOAL.match(text or "")
+    if not m:
+        raise CalibrationError(f"{option}: expected METRIC=VALUE or METRIC<=VALUE, got {text!r}")
+    metric, op, raw = m.groups()
+    try:
+        value = float(raw)
+    except ValueError:
+        raise CalibrationError(f"{option}: {raw!r} is not a number") from None
+    for name in (metric, objective):
+        if name is not None and name not in columns:
+            raise CalibrationError(f"{option}: {name!r} is not a summary column (see docs/metrics.md)")
+    if op == "=" and objective is not None:
+        raise CalibrationError(f"--objective needs a budget ({metric}<={value:g}), not a target ({text})")
+    return Goal(metric, op, value, None if op == "=" else objective or "f1")
+
+
+def split(ids: Sequence[str], dev_fraction: float, seed: int) -> tuple[list[str], list[str]]:
+    """The probe ids shuffled with ``seed`` and cut into a dev part of ``dev_fraction`` (at least one
+    probe, leaving at least one for test) and the test part, each in the given order."""
+    if not 0.0 < dev_fraction < 1.0:
+        raise CalibrationError(f"--dev-fraction must be between 0 and 1, got {dev_fraction}")
+    if len(ids) < 2:
+        raise CalibrationError(f"calibration needs at least 2 probes (a dev and a test part), got {len(ids)}")
+    shuffled = list(ids)
+    random.Random(seed).shuffle(shuffled)
+    n_dev = min(len(ids) - 1, max(1, round(len(ids) * dev_fraction)))
+    dev = set(shuffled[:n_dev])
+    return [i for i in ids if i in dev], [i for i in ids if i not in dev]
+
+
+def value_text(value: float) -> str:
+    """A grid value as a spec writes it (``0.5``, ``16``)."""
+    return f"{value:g}"
+
+
+def sets_param(spec: str, names: Sequence[str]) -> bool:
+    """Whether ``spec`` sets one of the parameters ``names`` itself."""
+    _, _, rest = spec.partition(":")
+    return any(p.partition("=")[0].strip() in names for p in rest.split(",") if p.strip())
+
+
+#: Parameters that set the same thing as a knob's (flare_direct's theta is min_prob's threshold).
+_ALIASES = {"theta": ("theta", "threshold"), "threshold": ("theta", "threshold")}
+
+
+def knob_of(spec: str, param: str | None = None, values: Sequence[float] | None = None) -> Knob | None:
+    """The knob to calibrate ``spec`` by: its budget knob, or ``param`` over ``values`` (whose
+    effect on the retrieval rate is not declared, so they are searched as a grid). None when the
+    spec has no budget knob or sets it itself (it then runs as given: a bound row, a fixed point)."""
+    try:
+        strategy = parse_spec(spec)
+    except SpecError as e:
+        raise CalibrationError(str(e)) from None
+    knob = strategy.budget_knob()
+    if values:
+        name = param or (knob.param if knob else None)
+        if name is None:
+            raise CalibrationError(f"{spec}: has no budget knob; name the parameter with --param")
+        return Knob(name, tuple(values), knob.rate_rises if knob and knob.param == name else None)
+    if knob is None:
+        if param:
+            raise CalibrationError(f"{spec}: has no budget knob; give --values to calibrate {param}")
+        return None
+    if param and param != knob.param:
+        raise CalibrationError(
+            f"{spec}: its budget knob is {knob.param}; give --values to calibrate {param} over your own grid"
+        )
+    if sets_param(spec, _ALIASES.get(knob.param, (knob.param,))):
+        return None
+    return knob
+
+
+def grid_specs(spec: str, knob: Knob) -> list[str]:
+    """The spec of every grid point, in grid order."""
+    try:
+        return [with_param(spec, knob.param, value_text(v)) for v in knob.grid]
+    except SpecError as e:
+        raise CalibrationError(str(e)) from None
+
+
+@dataclass
+class Calibration:
+    """One strategy's calibration on dev: the grid points run (value, spec and dev figures), how
+    they were searched, and the chosen one."""
+
+    base: str
+    param: str
+    method: str
+    points: list[dict[str, Any]]
+    chosen: str
+    value: float
+    feasible: bool = True
+    dev: dict[str, Any] = field(default_factory=dict)
+
+    def record(self) -> dict[str, Any]:
+        """The JSON record kept in run.json (``study.calibration``)."""
+        return asdict(self)
+
+
+Measure = Callable[[str], Mapping[str, float]]
+
+
+def calibrate(spec: str, knob: Knob, goal: Goal, measure: Measure) -> Calibration:
+    """Choose ``knob``'s value for ``spec`` on dev; ``measure(point_spec)`` runs a grid point on
+    the dev part and returns its summary figures (it is called once per point, at most)."""
+    specs = grid_specs(spec, knob)
+    kept = [k for k in dict.fromkeys([goal.metric, goal.objective, *DEV_METRICS]) if k]
+    seen: dict[int, dict[str, float]] = {}
+
+    def at(i: int) -> float:
+        if i not in seen:
+            figures = measure(specs[i])
+            seen[i] = {k: _number(figures.get(k)) for k in kept}
+        return seen[i][goal.metric]
+
+    method, chosen = "grid", None
+    if goal.is_target and knob.rate_rises is not None and goal.metric == "retrieval_rate":
+        method, chosen = "bisection", _bisect(at, seen, len(specs), goal.value, knob.rate_rises)
+        if chosen is None:  # the rates met were not monotone (or missing): search the grid
+            method = "grid"
+    if chosen is None:
+        for i in range(len(specs)):
+            at(i)
+        chosen = _best(seen, goal)
+    if chosen is None:
+        raise CalibrationError(f"{spec}: {goal.metric} is missing at every {knob.param} on dev")
+    feasible = goal.is_target or goal.within(seen[chosen][goal.metric])
+    points = [{"value": knob.grid[i], "spec": specs[i], **seen[i]} for i in sorted(seen)]
+    return Calibration(spec, knob.param, method, points, specs[chosen], knob.grid[chosen], feasible, seen[chosen])
+
+
+def _number(value: Any) -> float:
+    try:
+        return float(value)
+    except (TypeError, ValueError):
+        return math.nan
+
+
+def _bisect(at: Callable[[int], float], seen: Mapping[int, Any], n: int, target: float, rises: bool) -> int | None:
+    """The grid index whose value is closest to ``target`` among the two that bracket it (or the
+    end that is nearest when the target lies beyond both ends); None when a value met is missing or
+    the values met (``seen``: the indexes ``at`` has measured) do not move monotonically in the
+    declared direction."""
+    sign = 1.0 if rises else -1.0
+    lo, hi = 0, n - 1
+    if any(math.isnan(at(i)) for i in (lo, hi)):
+        return None
+    if sign * at(lo) >= sign * target:
+        candidates = [lo]
+    elif sign * at(hi) <= sign * target:
+        candidates = [hi]
+    else:
+        while hi - lo > 1:
+            mid = (lo + hi) // 2
+            if math.isnan(at(mid)):
+                return None
+            if sign * at(mid) < sign * target:
+                lo = mid
+            else:
+                hi = mid
+        candidates = [lo, hi]
+    met = [at(i) for i in sorted(seen)]
+    if any(sign * b < sign * a for a, b in zip(met, met[1:])):
+        return None
+    # The closer; on a tie the one that retrieves less.
+    return min(candidates, key=lambda i: (abs(at(i) - target), at(i), i))
+
+
+def _best(seen: Mapping[int, Mapping[str, float]], goal: Goal) -> int | None:
+    """Among the measured points: the closest to a target; for a budget, the best objective among
+    those within it, else the one closest to it. Ties go to the one that retrieves less."""
+    usable = [i for i, m in seen.items() if not math.isnan(m[goal.metric])]
+    if not usable:
+        return None
+    rate = {i: seen[i].get("retrieval_rate", math.nan) for i in usable}
+
+    def cheap(i: int) -> tuple[float, int]:
+        return (rate[i] if not math.isnan(rate[i]) else math.inf, i)
+
+    if goal.is_target:
+        return min(usable, key=lambda i: (goal.miss(seen[i][goal.metric]), *cheap(i)))
+    within = [i for i in usable if goal.within(seen[i][goal.metric])]
+    if within:
+        score = {i: seen[i].get(goal.objective, math.nan) for i in within}
+        return min(within, key=lambda i: (-score[i] if not math.isnan(score[i]) else math.inf, *cheap(i)))
+    return min(usable, key=lambda i: (goal.miss(seen[i][goal.metric]), *cheap(i)))
+
+
+# -- the calibration table -------------------------------------------------------------------------
+
+#: Summary columns the calibration table shows for each strategy on the test part, where present.
+TABLE_COLUMNS = ("f1", "em", "lm_calls_per_q", "headroom_captured", "helped", "harmed")
+
+
+def calibration_table(summary: pd.DataFrame, study: Mapping[str, Any]) -> pd.DataFrame:
+    """One row per strategy of the test summary: the calibrated parameter and value (empty for a
+    strategy run as given), its dev and test figures of the goal's metric, how far the test figure
+    missed the goal and whether that is beyond the tolerance, then the test quality columns."""
+    goal = Goal(**study["goal"])
+    tolerance = float(study.get("tolerance", TOLERANCE))
+    by_spec = {c["chosen"]: c for c in study.get("calibration", [])}
+    rows = []
+    for _, row in summary.iterrows():
+        cal = by_spec.get(row["strategy"])
+        test = _number(row.get(goal.metric))
+        miss = goal.miss(test)
+        out: dict[str, Any] = {
+            "strategy": cal["base"] if cal else row["strategy"],
+            "calibrated": f"{cal['param']}={value_text(cal['value'])}" if cal else None,
+            f"dev_{goal.metric}": cal["dev"][goal.metric] if cal else None,
+            f"test_{goal.metric}": test,
+            "off_by": (test - goal.value) if not math.isnan(test) else None,
+            "missed": (bool(miss > tolerance) if not math.isnan(miss) else None) if cal else None,
+        }
+        out.update({c: row[c] for c in TABLE_COLUMNS if c in summary.columns})
+        rows.append(out)
+    return pd.DataFrame(rows)
+
+
+def calibration_note(study: Mapping[str, Any]) -> str:
+    """One line: the goal, the split, and which figures are whose."""
+    goal = Goal(**study["goal"])
+    n_dev, n_test = len(study.get("dev_probe_ids", [])), len(study.get("test_probe_ids", []))
+    return (
+        f"Goal {goal.describe()}: each budget knob chosen on a dev part of {n_dev} probes "
+        f"(--dev-fraction {study.get('dev_fraction', DEV_FRACTION):g}, --seed {study.get('seed', 0)}); every "
+        f"figure below but dev_{goal.metric} is measured on the other {n_test} (test). A strategy without "
+        f"calibrated value ran as given. missed: off the goal by more than "
+        f"{study.get('tolerance', TOLERANCE):g} on test."
+    )
+
+
+def missed_lines(table: pd.DataFrame, study: Mapping[str, Any]) -> list[str]:
+    """A line per calibrated strategy that missed the goal on test by more than the tolerance."""
+    goal = Goal(**study["goal"])
+    tolerance = float(study.get("tolerance", TOLERANCE))
+    lines = []
+    for _, row in table.iterrows():
+        if row["missed"] is True or row["missed"] == 1:
+            lines.append(
+                f"{row['strategy']} ({row['calibrated']}) missed {goal.describe()} on test: "
+                f"{goal.metric} {row[f'test_{goal.metric}']:.2f} on test against {row[f'dev_{goal.metric}']:.2f} "
+                f"on dev (tolerance {tolerance:g})"
+            )
+    return lines

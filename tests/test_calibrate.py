@@ -1,0 +1,258 @@
+"""Calibration on a dev split (bench/calibrate.py): goals, the split, the knobs, and the search,
+with real strategies answering through a scripted LM."""
+
+import math
+
+import pandas as pd
+import pytest
+
+from flarebench.bench.calibrate import (
+    CalibrationError,
+    Goal,
+    calibrate,
+    calibration_table,
+    knob_of,
+    missed_lines,
+    parse_goal,
+    split,
+)
+from flarebench.bench.metrics import SUMMARY_COLUMNS
+from flarebench.bench.report import summary_frame
+from flarebench.probes.load import Probe
+from flarebench.strategies.registry import parse_spec
+from tests.scripted import ScriptedLM, ScriptedRetriever
+
+# -- goals -----------------------------------------------------------------------------------------
+
+
+def test_a_target_and_a_budget_are_parsed_with_f1_the_default_objective():
+    assert parse_goal("retrieval_rate=0.5", None, SUMMARY_COLUMNS, "--target") == Goal("retrieval_rate", "=", 0.5)
+    budget = parse_goal("retrieval_rate <= 0.3", None, SUMMARY_COLUMNS, "--budget")
+    assert budget == Goal("retrieval_rate", "<=", 0.3, "f1")
+    assert parse_goal("lm_calls_per_q>=2", "em", SUMMARY_COLUMNS, "--budget").objective == "em"
+
+
+@pytest.mark.parametrize(
+    ("text", "objective", "message"),
+    [
+        ("retrieval_rate", None, "expected METRIC=VALUE"),
+        ("retrieval_rate=half", None, "expected METRIC=VALUE"),
+        ("retreival_rate=0.5", None, "'retreival_rate' is not a summary column"),
+        ("retrieval_rate<=0.5", "f2", "'f2' is not a summary column"),
+        ("retrieval_rate=0.5", "f1", "--objective needs a budget"),
+    ],
+)
+def test_a_bad_goal_is_one_line_naming_the_option(text, objective, message):
+    with pytest.raises(CalibrationError, match=message) as e:
+        parse_goal(text, objective, SUMMARY_COLUMNS, "--target")
+    assert "\n" not in str(e.value)
+
+
+def test_a_goal_measures_how_far_a_figure_misses_it():
+    assert Goal("retrieval_rate", "=", 0.5).miss(0.62) == pytest.approx(0.12)
+    assert Goal("retrieval_rate", "<=", 0.5, "f1").miss(0.4) == 0.0
+    assert Goal("retrieval_rate", "<=", 0.5, "f1").miss(0.7) == pytest.approx(0.2)
+    assert Goal("f1", ">=", 0.5, "f1").miss(0.3) == pytest.approx(0.2)
+    assert math.isnan(Goal("retrieval_rate", "=", 0.5).miss(math.nan))
+
+
+# -- the split -------------------------------------------------------------------------------------
+
+
+def test_the_split_is_seeded_disjoint_complete_and_keeps_the_probe_order():
+    ids = [f"p{i:02d}" for i in range(50)]
+    dev, test = split(ids, 0.3, seed=0)
+    assert (len(dev), len(test)) == (15, 35)
+    assert sorted(dev + test) == ids and not set(dev) & set(test)
+    assert dev == sorted(dev) and test == sorted(test)
+    assert split(ids, 0.3, seed=0) == (dev, test)
+    assert split(ids, 0.3, seed=1) != (dev, test)
+
+
+def test_the_split_leaves_one_probe_on_each_side_and_refuses_what_cannot_be_split():
+    assert [len(part) for part in split(["a", "b"], 0.9, 0)] == [1, 1]
+    with pytest.raises(CalibrationError, match="at least 2 probes"):
+        split(["a"], 0.3, 0)
+    with pytest.raises(CalibrationError, match="--dev-fraction must be between 0 and 1"):
+        split(["a", "b"], 1.0, 0)
+
+
+# -- knobs -----------------------------------------------------------------------------------------
+
+
+def test_every_strategy_with_a_budget_declares_its_knob_and_its_direction():
+    theta = knob_of("flare_direct")
+    assert (theta.param, theta.rate_rises, theta.grid[0], theta.grid[-1]) == ("theta", True, 0.0, 1.0)
+    entropy = knob_of("flare_direct:trigger=entropy")
+    assert (entropy.param, entropy.rate_rises) == ("threshold", False)  # entropy fires high
+    assert knob_of("adaptive:trigger=margin").param == "threshold"
+    assert (knob_of("fixed_interval").param, knob_of("fixed_interval").rate_rises) == ("interval", False)
+    assert knob_of("flare_instruct").param == "search_bias"
+    for fixed in ("single_time", "no_retrieval", "fixed_interval:mode=sentence", "flare_direct:trigger=self_check"):
+        assert knob_of(fixed) is None, fixed
+
+
+def test_a_spec_that_sets_its_knob_runs_as_given():
+    assert knob_of("flare_direct:theta=1") is None
+    assert knob_of("flare_direct:threshold=0.3") is None  # min_prob's threshold is theta
+    assert knob_of("adaptive:threshold=0.2") is None
+
+
+def test_another_parameter_needs_its_values_and_is_searched_as_a_grid():
+    with pytest.raises(CalibrationError, match="its budget knob is theta; give --values"):
+        knob_of("flare_direct", "beta")
+    knob = knob_of("flare_direct", "beta", [0.2, 0.4])
+    assert (knob.param, knob.grid, knob.rate_rises) == ("beta", (0.2, 0.4), None)
+
+
+# -- the search, with synthetic dev figures ---------------------------------------------------------
+
+
+def counting(rate, f1=lambda v: 0.0):
+    """A measure from the grid value (read back from the spec) to figures, counting its calls."""
+    calls = []
+
+    def measure(spec):
+        value = float(spec.rpartition("=")[2])
+        calls.append(value)
+        return {"retrieval_rate": rate(value), "f1": f1(value)}
+
+    return measure, calls
+
+
+@pytest.mark.parametrize("target", [0.0, 0.13, 0.5, 0.77, 0.99, 1.0])
+def test_bisection_lands_within_one_grid_step_of_a_monotone_target(target):
+    measure, calls = counting(lambda v: v**2)  # rises with theta, not linearly
+    cal = calibrate("flare_direct", knob_of("flare_direct"), Goal("retrieval_rate", "=", target), measure)
+    exact = math.sqrt(target)
+    assert cal.method == "bisection"
+    assert abs(cal.value - exact) <= 0.1 + 1e-9
+    # The closer of the two neighbours: no grid value is nearer the target.
+    assert all(
+        abs(cal.dev["retrieval_rate"] - target) <= abs(v**2 - target) + 1e-12 for v in knob_of("flare_direct").grid
+    )
+    assert len(calls) <= 6 < 11  # about log2(11) + 2 points, not the whole grid
+    assert len(set(calls)) == len(calls)  # no point run twice
+
+
+def test_bisection_follows_a_falling_rate():
+    measure, _ = counting(lambda h: max(0.0, 1.0 - h / 4))  # entropy: a higher threshold fires less
+    cal = calibrate(
+        "flare_direct:trigger=entropy",
+        knob_of("flare_direct:trigger=entropy"),
+        Goal("retrieval_rate", "=", 0.5),
+        measure,
+    )
+    assert (cal.method, cal.value, cal.chosen) == ("bisection", 2.0, "flare_direct:trigger=entropy,threshold=2")
+
+
+def test_a_non_monotone_dev_rate_falls_back_to_the_whole_grid():
+    measure, calls = counting(lambda v: {0.0: 0.0, 0.5: 0.9}.get(round(v, 1), 0.45 if v < 0.5 else 0.6))
+    cal = calibrate("flare_direct", knob_of("flare_direct"), Goal("retrieval_rate", "=", 0.5), measure)
+    assert cal.method == "grid" and len(calls) == 11
+    assert cal.dev["retrieval_rate"] in (0.45, 0.6) and abs(cal.dev["retrieval_rate"] - 0.5) == pytest.approx(0.05)
+
+
+def test_an_objective_under_a_budget_takes_the_best_value_within_it():
+    measure, calls = counting(lambda v: v, f1=lambda v: {0.3: 0.6, 0.8: 0.9}.get(round(v, 1), 0.2))
+    cal = calibrate("flare_direct", knob_of("flare_direct"), Goal("retrieval_rate", "<=", 0.5, "f1"), measure)
+    assert (cal.method, cal.value, cal.feasible, len(calls)) == ("grid", 0.3, True, 11)
+
+
+def test_no_value_within_the_budget_is_said_and_the_closest_chosen():
+    measure, _ = counting(lambda v: 0.6 + v / 10)
+    cal = calibrate("flare_direct", knob_of("flare_direct"), Goal("retrieval_rate", "<=", 0.5, "f1"), measure)
+    assert (cal.value, cal.feasible) == (0.0, False)
+
+
+def test_a_metric_missing_everywhere_cannot_be_calibrated():
+    measure, _ = counting(lambda v: math.nan)
+    with pytest.raises(CalibrationError, match="missing at every theta"):
+        calibrate("flare_direct", knob_of("flare_direct"), Goal("retrieval_rate", "=", 0.5), measure)
+
+
+# -- the search, with flare_direct answering through a scripted LM ----------------------------------
+
+# Ten probes; probe i drafts one sentence whose least likely token has p = 0.05 + 0.1 i, so at
+# theta the gate fires on the probes with p <= theta: the dev retrieval rate rises with theta.
+LOWEST = [0.05 + 0.1 * i for i in range(10)]
+PROBES = [Probe(id=f"p{i}", question=f"Who is {i}?", answers=["Bea Tull"], gold_doc_ids=["d1"]) for i in range(10)]
+
+
+def scripted_measure(spec):
+    strategy = parse_spec(spec)
+    traces = []
+    for probe, low in zip(PROBES, LOWEST):
+        script = [([" So", " the answer is", " Bea Tull", "."], [0.99, 0.99, low, 0.99], "stop")]
+        trace = strategy.run(probe.question, ScriptedLM(script), ScriptedRetriever([["d1", "d2", "d3"]]))
+        trace.probe_id, trace.strategy = probe.id, spec
+        traces.append(trace)
+    summary = summary_frame(traces, {p.id: p for p in PROBES})
+    return summary.iloc[0].to_dict()
+
+
+@pytest.mark.parametrize("target", [0.2, 0.43, 0.5, 0.9])
+def test_flare_direct_through_a_scripted_lm_is_calibrated_to_the_target_rate(target):
+    cal = calibrate("flare_direct", knob_of("flare_direct"), Goal("retrieval_rate", "=", target), scripted_measure)
+    crossing = min(v for v in knob_of("flare_direct").grid if sum(p <= v for p in LOWEST) / 10 >= target)
+    assert cal.method == "bisection"
+    assert abs(cal.value - crossing) <= 0.1 + 1e-9
+    assert abs(cal.dev["retrieval_rate"] - target) <= 0.1 + 1e-9
+    assert cal.dev["retrieval_rate"] == sum(p <= cal.value for p in LOWEST) / 10
+
+
+# -- the table -------------------------------------------------------------------------------------
+
+
+def test_the_table_shows_dev_and_test_figures_and_flags_a_miss_beyond_the_tolerance():
+    cal = calibrate("flare_direct", knob_of("flare_direct"), Goal("retrieval_rate", "=", 0.5), scripted_measure)
+    study = {
+        "goal": {"metric": "retrieval_rate", "op": "=", "value": 0.5},
+        "tolerance": 0.1,
+        "calibration": [cal.record()],
+    }
+    test = scripted_measure(cal.chosen)
+    summary = pd.DataFrame(
+        [{**test, "strategy": cal.chosen, "retrieval_rate": 0.75}, {**test, "strategy": "single_time"}]
+    )
+    table = calibration_table(summary, study)
+    first = table.iloc[0]
+    assert (first["strategy"], first["calibrated"]) == ("flare_direct", f"theta={cal.value:g}")
+    assert first["dev_retrieval_rate"] == cal.dev["retrieval_rate"] and first["test_retrieval_rate"] == 0.75
+    assert first["off_by"] == pytest.approx(0.25) and first["missed"] == True  # noqa: E712
+    assert pd.isna(table.iloc[1]["calibrated"]) and pd.isna(table.iloc[1]["missed"])
+    [line] = missed_lines(table, study)
+    assert line.startswith("flare_direct (theta=0.5) missed retrieval_rate=0.5 on test: retrieval_rate 0.75")
+
+
+# -- the command line refuses what it cannot calibrate, before loading anything --------------------
+
+
+@pytest.mark.parametrize(
+    ("argv", "message"),
+    [
+        (
+            ["calibrate", "--strategy", "single_time", "--target", "retrieval_rate=0.5"],
+            "single_time: nothing to calibrate",
+        ),
+        (["calibrate", "--strategy", "flare_direct"], "calibrate needs one goal"),
+        (["calibrate", "--target", "retrieval_rate=0.5"], "calibrate needs --strategy SPEC"),
+        (
+            ["calibrate", "--strategy", "flare_direct", "--target", "retrieval_rate=0.5", "--values", "a,b"],
+            "--values: expected numbers",
+        ),
+        (["compare", "--strategy", "all", "--objective", "f1"], "--objective needs --budget"),
+        (["compare", "--strategy", "all", "--budget", "speed=2"], "--budget: 'speed' is not a summary column"),
+        (
+            ["compare", "--strategy", "all", "--budget", "retrieval_rate=0.5", "--gate", "x.json"],
+            "calibrated runs are not gated",
+        ),
+    ],
+)
+def test_the_command_line_refuses_in_one_line(argv, message, capsys, tmp_path, monkeypatch):
+    from flarebench.bench.cli import main
+
+    monkeypatch.chdir(tmp_path)
+    assert main(argv) == 2
+    err = capsys.readouterr().err
+    assert message in err and err.count("\n") == 1 and "Traceback" not in err
