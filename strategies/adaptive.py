@@ -12,13 +12,12 @@ popularity; this decides by the model's own confidence in its draft, as the trig
 
 from __future__ import annotations
 
-import dataclasses
 from dataclasses import dataclass
 
 from flarebench.strategies.base import Strategy, finish, retrieve
 from flarebench.strategies.lm import LM
 from flarebench.strategies.prompts import STOP, PromptTemplate, template
-from flarebench.strategies.records import ADAPTIVE, LMCall, Step, Trace
+from flarebench.strategies.records import ADAPTIVE, Step, Trace
 from flarebench.strategies.registry import register
 from flarebench.strategies.retriever import Retriever
 from flarebench.strategies.steps import Sentence
@@ -111,14 +110,8 @@ class Adaptive(Gated, Strategy):
         calls = [call, *(judgement.calls if judgement else [])]
         record = judgement.record if judgement else None
         if not (judgement and judgement.fired):
-            return _answered(question, Step(call.text, calls, [], record), call)
+            return finish(question, [Step(call.text, calls, [], record)])
         why = {"trigger": record["trigger"], "score": record["score"], "threshold": record["threshold"]}
         docs, retrieval = retrieve(retriever, question, self.k, ADAPTIVE, **why)
         answer = lm.generate(self.template.build(question, docs), self.max_tokens, stop=STOP, purpose=ANSWER_PURPOSE)
-        return _answered(question, Step(answer.text, [*calls, answer], [retrieval], record), answer)
-
-
-def _answered(question: str, step: Step, writer: LMCall) -> Trace:
-    """The trace of the one step, its output and stop reason those of the call that wrote its text
-    (not of a self_check call made after the draft)."""
-    return dataclasses.replace(finish(question, [Step(step.text, [writer])]), steps=[step])
+        return finish(question, [Step(answer.text, [*calls, answer], [retrieval], record)])

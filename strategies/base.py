@@ -10,7 +10,7 @@ from typing import Any, ClassVar, Literal
 
 from flarebench.strategies.lm import LM
 from flarebench.strategies.prompts import STOP, PromptTemplate, extract_answer, template
-from flarebench.strategies.records import FIRST_HOP, Passage, Retrieval, Step, Trace
+from flarebench.strategies.records import FIRST_HOP, SELF_CHECK, LMCall, Passage, Retrieval, Step, Trace
 from flarebench.strategies.retriever import Retriever
 from flarebench.strategies.steps import LOOKAHEAD_TOKENS
 
@@ -109,11 +109,18 @@ def finish(question: str, steps: list[Step], capped: str | None = None) -> Trace
         reason = "answer"
     elif capped:
         reason = capped
-    elif steps and steps[-1].lm_calls and steps[-1].lm_calls[-1].finish_reason == "length":
+    elif (writer := _writer(steps)) is not None and writer.finish_reason == "length":
         reason = "token_cap"
     else:
         reason = "eos"
     return Trace(question=question, output=output, answer=answer, stop_reason=reason, steps=steps)
+
+
+def _writer(steps: list[Step]) -> LMCall | None:
+    """The call that wrote the last step's text: its last call that is not a trigger's own
+    (a ``self_check`` call comes after the draft it judges)."""
+    calls = steps[-1].lm_calls if steps else []
+    return next((c for c in reversed(calls) if c.purpose != SELF_CHECK), None)
 
 
 def retrieve(retriever: Retriever, query: str, k: int, reason: str, **detail: Any) -> tuple[list[Passage], Retrieval]:

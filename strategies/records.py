@@ -48,6 +48,9 @@ class LMCall:
     entropies: list[float] | None = None
 
 
+#: The purpose of a self_check trigger's call (it judges a draft; it writes none of the answer).
+SELF_CHECK = "self_check"
+
 #: LMCall fields left out of a trace when None (asked for by some triggers only).
 OPTIONAL_CALL_FIELDS = ("top_logprobs", "entropies")
 

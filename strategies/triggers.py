@@ -40,7 +40,7 @@ from typing import Any, ClassVar
 from flarebench.strategies.base import Knob
 from flarebench.strategies.lm import LM, LMError, Prompt, topk_entropy
 from flarebench.strategies.prompts import format_docs
-from flarebench.strategies.records import LMCall, Passage
+from flarebench.strategies.records import SELF_CHECK, LMCall, Passage
 from flarebench.strategies.steps import Sentence
 
 _TRIGGERS: dict[str, type[Trigger]] = {}
@@ -404,7 +404,7 @@ class SelfCheck(Trigger):
     def judge(self, draft: Sentence, ctx: Context) -> Judgement | None:
         if not draft.text.strip():
             return None
-        call = ctx.lm.generate(self.prompt(draft, ctx), SELF_CHECK_TOKENS, stop=SELF_CHECK_STOP, purpose="self_check")
+        call = ctx.lm.generate(self.prompt(draft, ctx), SELF_CHECK_TOKENS, stop=SELF_CHECK_STOP, purpose=SELF_CHECK)
         parsed = parse_self_check(call.text)
         if parsed is None:
             record = {"trigger": self.name, "score": None, "threshold": None, "fired": False, "unparsed": True}

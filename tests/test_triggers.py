@@ -159,6 +159,15 @@ def test_self_check_with_an_empty_missing_searches_with_the_draft():
     assert retriever.queries[1] == "Biden studied law." and trace.steps[0].gate["missing"] == ""
 
 
+def test_a_step_judged_by_self_check_ends_for_the_reason_of_its_draft_not_of_the_check():
+    # The draft runs into the token cap; the check after it stops normally: the answer is cut, not ended.
+    capped = ([" Biden", " studied", " law", " at"], [SURE] * 4, "length")
+    for spec in ("flare_direct:trigger=self_check,max_tokens=4", "adaptive:trigger=self_check,max_tokens=4"):
+        trace, lm, _ = run(spec, [capped, '{"needs_fact": false}'])
+        assert [c.purpose for c in trace.steps[-1].lm_calls][-1] == "self_check"
+        assert trace.stop_reason == "token_cap", spec
+
+
 @pytest.mark.parametrize(
     "reply",
     ["yes, it needs a fact", '{"needs_fact": "yes"}', '{"needs_fact": true, "missing": 3}', '{"needs_fact'],
