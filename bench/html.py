@@ -230,19 +230,7 @@ def _plots(summary: pd.DataFrame, rows: pd.DataFrame, study: dict, order: list[s
                 "bar = p95.",
             )
         )
-        parts.append(
-            _figure(
-                plots.gate(rows, order),
-                "plot-gate",
-                "minimum draft probability, right against wrong answers",
-                "Is the confidence gate informative for this model? The lowest token probability over each "
-                "answer's drafted sentences (as each step recorded it), for answers that turned out right (EM 1) "
-                "and wrong; the dashed line is the threshold the steps recorded, theta (a draft at or below it "
-                "retrieves). A useful gate puts the wrong answers left of theta and "
-                "the right ones right of it.",
-                wide=True,
-            )
-        )
+        parts.append(_gate_figure(rows, order))
     return '<div class="plots">' + "\n".join(p for p in parts if p) + "</div>"
 
 
@@ -253,6 +241,29 @@ def _calibration(summary: pd.DataFrame, study: dict) -> str:
     note = html.escape(calibration_note(study))
     table = _table(calibration_table(summary, study), "calibration")
     return f'<h3>Calibration</h3><p class="muted">{note}</p><div class="scroll">{table}</div>'
+
+
+def _gate_figure(rows: pd.DataFrame, order: list[str]) -> str:
+    """The gate plot, its caption worded for FLARE's own trigger (min_prob) or for any trigger."""
+    triggers = set(rows["gate_trigger"].dropna()) if "gate_trigger" in rows else set()
+    if triggers <= {"min_prob"}:
+        alt = "minimum draft probability, right against wrong answers"
+        caption = (
+            "Is the confidence gate informative for this model? The lowest token probability over each "
+            "answer's drafted sentences (as each step recorded it), for answers that turned out right (EM 1) "
+            "and wrong; the dashed line is the threshold the steps recorded, theta (a draft at or below it "
+            "retrieves). A useful gate puts the wrong answers left of theta and the right ones right of it."
+        )
+    else:
+        alt = "least confident gate score, right against wrong answers"
+        caption = (
+            "Is the confidence gate informative for this model? Per strategy, each answer's least confident "
+            "score of its trigger over the drafted sentences (as each step recorded it: the lowest for triggers "
+            "that fire at or below their threshold, the highest for entropy), for answers that turned out right "
+            "(EM 1) and wrong; the dashed line is the threshold the steps recorded. A useful gate puts the wrong "
+            "answers on the side of the threshold where it fires and the right ones on the other."
+        )
+    return _figure(plots.gate(rows, order), "plot-gate", alt, caption, wide=True)
 
 
 def _theta(rows: pd.DataFrame) -> float | None:

@@ -279,3 +279,25 @@ def test_report_in_a_real_browser(browser, hostile_run):
     with pytest.raises(NoAlertPresentException):
         browser.switch_to.alert.text  # noqa: B018 - reading it is the check that no alert is open
     assert [e for e in browser.get_log("browser") if e["level"] == "SEVERE"] == []
+
+
+def test_the_gate_caption_names_the_trigger_beyond_min_prob():
+    import pandas as pd
+
+    from flarebench.bench.html import _gate_figure
+
+    rows = pd.DataFrame(
+        {
+            "strategy": ["f"] * 4,
+            "em": [1.0, 0.0, 1.0, 0.0],
+            "gate_score": [0.5, 2.5, 0.7, 3.0],
+            "gate_threshold": [2.0] * 4,
+            "gate_trigger": ["entropy"] * 4,
+        }
+    )
+    entropy = _gate_figure(rows, ["f"])
+    assert "least confident score of its trigger" in entropy and "theta" not in entropy
+    theta = _gate_figure(
+        rows.assign(gate_trigger="min_prob", gate_score=[0.9, 0.2, 0.95, 0.1], gate_threshold=0.8), ["f"]
+    )
+    assert "The lowest token probability" in theta
