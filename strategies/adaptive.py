@@ -20,7 +20,7 @@ from flarebench.strategies.prompts import STOP, PromptTemplate, template
 from flarebench.strategies.records import ADAPTIVE, Step, Trace
 from flarebench.strategies.registry import register
 from flarebench.strategies.retriever import Retriever
-from flarebench.strategies.steps import Sentence
+from flarebench.strategies.steps import whole_output
 from flarebench.strategies.triggers import DEFAULT as DEFAULT_TRIGGER
 from flarebench.strategies.triggers import SELF_CHECK_PROMPT, SELF_CHECK_QUERY, SELF_CHECK_STOP, Context, Gated
 from flarebench.strategies.triggers import get as get_trigger
@@ -55,6 +55,9 @@ class Adaptive(Gated, Strategy):
     trigger: str = DEFAULT_TRIGGER
     threshold: float | None = None
     ignore_known: bool = False
+
+    #: The trigger judges the whole closed-book draft, not its first sentence.
+    judged_draft = staticmethod(whole_output)
 
     @property
     def draft_template(self) -> PromptTemplate:
@@ -96,16 +99,7 @@ class Adaptive(Gated, Strategy):
             top_logprobs=gate.top_logprobs,
             entropy=gate.entropy,
         )
-        # The trigger judges the whole closed-book draft, not its first sentence.
-        draft = Sentence(
-            call.text,
-            call.tokens,
-            call.logprobs,
-            call,
-            call.finish_reason == "stop",
-            call.top_logprobs,
-            call.entropies,
-        )
+        draft = self.judged_draft(call)
         judgement = gate.judge(draft, Context(question, "", [], lm))  # None: an empty draft, kept
         calls = [call, *(judgement.calls if judgement else [])]
         record = judgement.record if judgement else None

@@ -75,6 +75,13 @@ def next_sentence(
         top_logprobs=top_logprobs,
         entropy=entropy,
     )
+    return first_sentence_of(call)
+
+
+def first_sentence_of(call: LMCall) -> Sentence:
+    """The first sentence of ``call``'s output with the tokens (and their logprobs, alternatives and
+    entropies) that produced it: what :func:`next_sentence` keeps, and what flare_direct's trigger
+    judges (scored again from the recorded call by ``flarebench score``)."""
     # The space after the sentence belongs to the next one (" The ..."), as the tokenizer sees it.
     text = first_sentence(call.text).rstrip()
     kept = kept_tokens(call, len(text))
@@ -87,6 +94,19 @@ def next_sentence(
         ended,
         call.top_logprobs[:kept] if call.top_logprobs is not None else None,
         call.entropies[:kept] if call.entropies is not None else None,
+    )
+
+
+def whole_output(call: LMCall) -> Sentence:
+    """``call``'s whole output as one draft, every token kept (adaptive's closed-book draft)."""
+    return Sentence(
+        call.text,
+        call.tokens,
+        call.logprobs,
+        call,
+        call.finish_reason == "stop",
+        call.top_logprobs,
+        call.entropies,
     )
 
 

@@ -32,7 +32,7 @@ import hashlib
 import json
 import math
 import re
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Collection, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, ClassVar
@@ -41,7 +41,7 @@ from flarebench.strategies.base import Knob
 from flarebench.strategies.lm import LM, LMError, Prompt, topk_entropy
 from flarebench.strategies.prompts import format_docs
 from flarebench.strategies.records import SELF_CHECK, LMCall, Passage
-from flarebench.strategies.steps import Sentence
+from flarebench.strategies.steps import Sentence, first_sentence_of
 
 _TRIGGERS: dict[str, type[Trigger]] = {}
 
@@ -151,7 +151,8 @@ class Trigger:
     #: What the score is, for messages and docs.
     score_doc: ClassVar[str] = ""
     #: Thresholds to try, in increasing order, when the threshold is calibrated to a retrieval
-    #: budget (empty: a trigger without a threshold).
+    #: budget, and at which ``flarebench score`` reports the share of a run's drafts that would
+    #: fire (empty: a trigger without a threshold).
     grid: ClassVar[tuple[float, ...]] = ()
 
     def __init__(self, threshold: float | None = None, ignore_terms: Sequence[str] = (), ignore_known: bool = False):
@@ -187,7 +188,11 @@ def _range(lo: float, hi: float) -> str:
 class TokenTrigger(Trigger):
     """A trigger over per-token values: :meth:`values` gives one per token, :meth:`aggregate`
     makes the score of the tokens not ignored, and the trigger fires when the score is at or
-    below the threshold (at or above for :attr:`fires_high`)."""
+    below the threshold (at or above for :attr:`fires_high`).
+
+    ``flarebench score`` scores every probability trigger again from a run's recorded drafts
+    (:mod:`flarebench.bench.trigger_scores`) with these same methods, at each threshold of
+    :attr:`grid`."""
 
     def values(self, draft: Sentence) -> list[float]:
         raise NotImplementedError
@@ -195,16 +200,31 @@ class TokenTrigger(Trigger):
     def aggregate(self, values: list[float]) -> float:
         raise NotImplementedError
 
+    @classmethod
+    def fires_at(cls, value: float, threshold: float) -> bool:
+        """Whether a score (or a token's value) fires at ``threshold``."""
+        return value >= threshold if cls.fires_high else value <= threshold
+
     def _fires(self, value: float) -> bool:
-        return value >= self.threshold if self.fires_high else value <= self.threshold
+        return self.fires_at(value, self.threshold)
+
+    @staticmethod
+    def judged(draft: Sentence) -> bool:
+        """Whether a draft is judged at all: an empty one, or one without logprobs, is not."""
+        return bool(draft.text.strip() and draft.probs)
+
+    def score(self, values: list[float], ignored: Collection[int] = frozenset()) -> float | None:
+        """The score of a draft's per-token ``values`` over the tokens not ``ignored`` (None when
+        every token is)."""
+        judged = [v for i, v in enumerate(values) if i not in ignored]
+        return self.aggregate(judged) if judged else None
 
     def judge(self, draft: Sentence, ctx: Context) -> Judgement | None:
-        if not draft.text.strip() or not draft.probs:
+        if not self.judged(draft):
             return None
         values = self.values(draft)
         ignored = ignored_tokens(draft.tokens, ctx, self.ignore_terms, self.ignore_known)
-        judged = [v for i, v in enumerate(values) if i not in ignored]
-        score = self.aggregate(judged) if judged else None
+        score = self.score(values, ignored)
         record: dict[str, Any] = {
             "trigger": self.name,
             "score": score,
@@ -423,6 +443,11 @@ class Gated:
     _gate: Trigger
     #: The parameter that holds the trigger's threshold.
     threshold_param: ClassVar[str] = "threshold"
+
+    #: The draft its trigger judges, from the draft call's record (``purpose`` "draft"): flare_direct
+    #: judges the call's first sentence, adaptive its whole output. ``flarebench score`` rebuilds
+    #: the judged drafts of a recorded run with it (:mod:`flarebench.bench.trigger_scores`).
+    judged_draft: ClassVar[Callable[[LMCall], Sentence]] = staticmethod(first_sentence_of)
 
     def budget_knob(self) -> Knob | None:
         """The trigger's threshold, over its grid; None for a trigger without one (self_check)."""
