@@ -13,10 +13,16 @@ from typing import Any
 from flarebench.bench import version
 
 
-def run_config(probe_set, probe_source: str, lm, retriever, strategies: dict[str, Any]) -> dict[str, Any]:
-    """Everything that determines the answers: compared on resume, hashed into the folder name."""
+def run_config(
+    probe_set, probe_source: str, lm, retriever, strategies: dict[str, Any], record_topk: int | None = None
+) -> dict[str, Any]:
+    """Everything that determines the answers: compared on resume, hashed into the folder name.
+
+    ``record_topk`` (``--record-topk K``) changes no answer but what the drafts record and what
+    they cost: it is recorded only when given, so that the configuration of every run without it
+    (its folder name, resumes, baselines) stays what it was."""
     prompts = sorted({p for s in strategies.values() for p in s.static_prompts()})
-    return {
+    config = {
         "probes": {"name": probe_set.name, "source": probe_source, "format": probe_set.format, "hash": probe_set.hash},
         "lm": lm.describe(),
         "retriever": retriever.describe(),
@@ -28,6 +34,9 @@ def run_config(probe_set, probe_source: str, lm, retriever, strategies: dict[str
         "flarebench": version(),
         "requests_sha256": {spec: s.request_sha256() for spec, s in strategies.items()},
     }
+    if record_topk is not None:
+        config["record_topk"] = record_topk
+    return config
 
 
 def first_difference(old: Any, new: Any, path: str = "") -> str | None:
@@ -51,10 +60,11 @@ def fingerprint(config: dict[str, Any], strategies: dict[str, Any], n_probes: in
     The probe set (by name and content hash; its path is left out, it differs between machines)
     and how many of its probes ran, the LM, the retriever, the flarebench version, and per spec its
     parameters, the hash of its static prompts (the run-wide prompt hash depends on which specs ran
-    together) and the hash of everything else that shapes its requests.
+    together) and the hash of everything else that shapes its requests; ``record_topk`` when the
+    run had it.
     """
     probes = {k: v for k, v in config["probes"].items() if k != "source"}
-    return {
+    fp = {
         "probes": {**probes, "limit": n_probes},
         "lm": config["lm"],
         "retriever": config["retriever"],
@@ -66,6 +76,9 @@ def fingerprint(config: dict[str, Any], strategies: dict[str, Any], n_probes: in
             for spec, s in strategies.items()
         },
     }
+    if "record_topk" in config:  # only when given: other fingerprints (and baselines) are unchanged
+        fp["record_topk"] = config["record_topk"]
+    return fp
 
 
 #: Fingerprint parts keyed by strategy spec: a gate compares only the specs it checks.

@@ -181,4 +181,13 @@ RUN_OPTIONS: tuple[Option, ...] = (
         const="default",
         metavar="DIR",
     ),
+    Option(
+        "--record-topk",
+        "every draft call (flare_direct, adaptive) also records the K most likely tokens at each position "
+        "(1 to 20) and the entropy, so that `flarebench score` reports every probability trigger's AUROC and "
+        "retrieval rate over a threshold grid from this one run; answers do not change; part of the "
+        "configuration (default: off)",
+        type=int,
+        metavar="K",
+    ),
 )

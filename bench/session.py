@@ -83,6 +83,8 @@ class BenchSession:
     #: recorded in run.json for the report; it changes no answer, so it is not part of the config.
     study: dict | None = None
     cache: str | None = None  # --cache [DIR]: LM calls and retrievals from disk (bench/cache.py)
+    #: --record-topk K: drafts record their top-K alternatives and entropies (bench/topk.py)
+    record_topk: int | None = None
     #: Where each option's value came from ("command line", a config file's path, "default";
     #: bench/settings.py), recorded in run.json; not part of the config, as it changes no answer.
     option_sources: dict[str, str] | None = None
@@ -97,6 +99,13 @@ class BenchSession:
             lm_thread_safe = lm_class(self.lm).thread_safe
         except LMError as e:
             raise ConfigError(str(e)) from None
+        if self.record_topk is not None:
+            from flarebench.bench.topk import check_k
+
+            try:
+                check_k(self.record_topk)
+            except ValueError as e:
+                raise ConfigError(str(e)) from None
         if self.concurrency < 1:
             raise ConfigError(f"--concurrency must be >= 1, got {self.concurrency}")
         if self.concurrency > 1 and not lm_thread_safe:
@@ -185,6 +194,15 @@ class BenchSession:
             self.disk_cache = DiskCache(default_dir() if self.cache == "default" else self.cache)
             self.lm_backend = CachedLM(self.lm_backend, self.disk_cache)
             self.retriever_backend = CachedRetriever(self.retriever_backend, self.disk_cache)
+        if self.record_topk is not None:
+            from flarebench.bench.topk import RecordTopK
+
+            if not self.lm_backend.supports_top_logprobs:
+                raise ConfigError(
+                    f"--record-topk needs per-token top logprobs, which {self.lm_backend.name} does not return"
+                )
+            # Outside the cache: a draft's cache key is that of the widened request.
+            self.lm_backend = RecordTopK(self.lm_backend, self.record_topk)
         self.config = self._config()
         self.price = price_for(self.config["lm"].get("name", self.lm), self.prices)
         try:
@@ -198,7 +216,12 @@ class BenchSession:
     def _config(self) -> dict[str, Any]:
         """Everything that determines the answers (:func:`flarebench.bench.config.run_config`)."""
         return run_config(
-            self.probe_set, self._probe_source(), self.lm_backend, self.retriever_backend, self.strategies
+            self.probe_set,
+            self._probe_source(),
+            self.lm_backend,
+            self.retriever_backend,
+            self.strategies,
+            record_topk=self.record_topk,
         )
 
     def _probe_source(self) -> str:

@@ -247,7 +247,14 @@ class LlamaCppLM(LM):
         entropy = max(0.0, log_total - float(weights @ shifted) / total)
         top: list[list] = []
         if k:
-            ids = np.argpartition(-shifted, k - 1)[:k] if k < len(shifted) else np.arange(len(shifted))
+            # The k largest, found on the float32 logits (the order of ``shifted``; partitioning them
+            # from the top end takes a third of the time of partitioning a negated float64 copy), with
+            # every token tied with the k-th, so that ties go to the lowest token id (as the argmax).
+            if k < len(logits):
+                kth = logits[np.argpartition(logits, -k)[-k:]].min()
+                ids = np.flatnonzero(logits >= kth)
+            else:
+                ids = np.arange(len(logits))
             ids = sorted(ids.tolist(), key=lambda i: (-shifted[i], i))[:k]
             top = [[self._piece(i).decode("utf-8", errors="replace"), float(shifted[i]) - log_total] for i in ids]
         return top, entropy

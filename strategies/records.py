@@ -54,6 +54,25 @@ SELF_CHECK = "self_check"
 #: LMCall fields left out of a trace when None (asked for by some triggers only).
 OPTIONAL_CALL_FIELDS = ("top_logprobs", "entropies")
 
+#: Decimals the per-token alternatives' logprobs and the entropies keep in a trace (``traces.jsonl``):
+#: 20 alternatives per drafted token stay compact, and 1e-4 in a logprob is a relative 1e-4 in a
+#: probability. Rounded when written only: the strategies, their triggers and the cache see the values
+#: as computed. The chosen tokens' own ``logprobs`` are kept as computed.
+PER_TOKEN_DIGITS = 4
+
+
+def compact_per_token(call: dict[str, Any]) -> None:
+    """In an LMCall's dict: drop the per-token fields that are None and round the others (in place)."""
+    for key in OPTIONAL_CALL_FIELDS:
+        if call[key] is None:
+            del call[key]
+    if "top_logprobs" in call:
+        call["top_logprobs"] = [
+            [[text, round(lp, PER_TOKEN_DIGITS)] for text, lp in top] for top in call["top_logprobs"]
+        ]
+    if "entropies" in call:
+        call["entropies"] = [round(h, PER_TOKEN_DIGITS) for h in call["entropies"]]
+
 
 @dataclass
 class Retrieval:
@@ -128,13 +147,11 @@ class Trace:
 
     def to_dict(self) -> dict[str, Any]:
         d = asdict(self)
-        # Per-token alternatives and entropies only where a trigger asked for them: a trace without
-        # them keeps the shape it had before they existed.
+        # Per-token alternatives and entropies only where they were asked for (a trigger, or
+        # --record-topk), rounded: a trace without them keeps the shape it had before they existed.
         for step in d["steps"]:
             for call in step["lm_calls"]:
-                for key in OPTIONAL_CALL_FIELDS:
-                    if call[key] is None:
-                        del call[key]
+                compact_per_token(call)
         return d
 
     @classmethod

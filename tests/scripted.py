@@ -81,7 +81,9 @@ class ScriptedRetriever(Retriever):
 
 class ProbeAwareLM(ScriptedLM):
     """Answers each phantomwiki probe from a fixed table: right, wrong, or without a statement, with
-    per-token probabilities that differ per probe (so FLARE's gate has something to measure)."""
+    per-token probabilities that differ per probe (so FLARE's gate has something to measure), and
+    for the triggers (or --record-topk) that ask, three alternatives per token: the chosen token,
+    then two less likely ones (entropies bounded from them)."""
 
     name = "scripted"
 
@@ -102,6 +104,12 @@ class ProbeAwareLM(ScriptedLM):
             item = ([" The answer might be ", gold, "."], [0.9, 0.6, 0.99])  # no statement
         else:
             item = ([" Hmm", " and"], [0.5, 0.5], "length")  # cut by the token cap
+        tokens, probs = item[0], item[1]
+        finish = item[2] if len(item) > 2 else "stop"
+        # The runner-ups share what the chosen token leaves, each below it.
+        rest = [max(min(p, 1 - p), 1e-6) for p in probs]
+        top = [[[t, p], [" x", r / 2], [" y", r / 4]] for t, p, r in zip(tokens, probs, rest)]
+        item = (tokens, probs, finish, {"top": top})
         self.script = [item]
         self.requests = []
         return super()._complete(request)

@@ -1,6 +1,11 @@
 """Benchmarks (pytest-benchmark) of decoding: our logprob path against llama-cpp-python's plain
 greedy decode on the same model, prompt and token count. Compare the two rows of the `decode`
-group; each also records tokens/s in extra_info (`--benchmark-json` keeps it)."""
+group; each also records tokens/s in extra_info (`--benchmark-json` keeps it).
+
+Group `draft-topk`: what `--record-topk` costs in-process. A draft-length decode (one sentence's
+worth of tokens, as flare_direct drafts) with logprobs, against the same decode that also computes
+the top 20 alternatives and the entropy of the whole distribution at every token (what a draft call
+asks for under `--record-topk 20`): compare the two rows' minimum times."""
 
 import pytest
 
@@ -33,3 +38,27 @@ def test_decode_plain_llama_cpp(benchmark, lm):
     out = benchmark.pedantic(plain, rounds=3, warmup_rounds=1)
     assert out["usage"]["completion_tokens"] == TOKENS
     benchmark.extra_info["tokens_per_s"] = TOKENS / benchmark.stats.stats.min
+
+
+#: About one drafted sentence (flare_direct's look-ahead is cut at the first sentence).
+DRAFT_TOKENS = 24
+
+
+def _draft(lm, **extra):
+    call = lm.generate(Prompt("", PROMPT), DRAFT_TOKENS, logprobs=True, purpose="draft", **extra)
+    assert call.completion_tokens == DRAFT_TOKENS
+    return call
+
+
+@pytest.mark.benchmark(group="draft-topk")
+def test_draft_decode_with_logprobs(benchmark, lm):
+    call = benchmark.pedantic(lambda: _draft(lm), rounds=10, warmup_rounds=2)
+    assert call.top_logprobs is None and call.entropies is None
+    benchmark.extra_info["ms_per_token"] = 1000 * benchmark.stats.stats.min / DRAFT_TOKENS
+
+
+@pytest.mark.benchmark(group="draft-topk")
+def test_draft_decode_with_top20_and_entropy(benchmark, lm):
+    call = benchmark.pedantic(lambda: _draft(lm, top_logprobs=20, entropy=True), rounds=10, warmup_rounds=2)
+    assert [len(t) for t in call.top_logprobs] == [20] * DRAFT_TOKENS and len(call.entropies) == DRAFT_TOKENS
+    benchmark.extra_info["ms_per_token"] = 1000 * benchmark.stats.stats.min / DRAFT_TOKENS
