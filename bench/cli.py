@@ -323,24 +323,41 @@ def _scored_line(traces: list, selected: int) -> str:
 
 
 def _score(args: argparse.Namespace) -> int:
-    from flarebench.bench.report import format_table
+    from flarebench.bench.report import format_table, probe_rows, write_atomic
 
     run_dir, info, traces, probe_set, summary = _rescore(args)
     config = info["config"]
     print(format_table(summary))
+    rows = None
     for field in args.by or []:
         from flarebench.bench.breakdown import BreakdownError, breakdown
-        from flarebench.bench.report import probe_rows, write_atomic
 
+        if rows is None:
+            rows = probe_rows(traces, {p.id: p for p in probe_set.probes})
         try:
-            table = breakdown(
-                probe_rows(traces, {p.id: p for p in probe_set.probes}), field, list(config["strategies"])
-            )
+            table = breakdown(rows, field, list(config["strategies"]))
         except BreakdownError as e:
             raise UserError(str(e)) from None
         write_atomic(run_dir / f"breakdown_{field}.csv", table.to_csv(index=False, float_format="%.6g"))
         print(f"\nby {field} (breakdown_{field}.csv):\n{format_table(table)}")
+    _triggers(run_dir, traces, probe_set, rows)
     return 0
+
+
+def _triggers(run_dir: Path, traces: list, probe_set, rows=None) -> None:
+    """When the run has drafts: every probability trigger scored again from them
+    (:mod:`flarebench.bench.trigger_scores`), written to triggers.csv and printed."""
+    from flarebench.bench.report import probe_rows, write_atomic
+    from flarebench.bench.trigger_scores import TRIGGERS_CSV, csv_text, format_tables, has_drafts, score_triggers
+
+    if not has_drafts(traces):
+        return
+    if rows is None:
+        rows = probe_rows(traces, {p.id: p for p in probe_set.probes})
+    scores = score_triggers(traces, rows)
+    if not scores.frame.empty:
+        write_atomic(run_dir / TRIGGERS_CSV, csv_text(scores))
+    print(f"\n{format_tables(scores)}")
 
 
 def _report(args: argparse.Namespace) -> int:
@@ -349,6 +366,7 @@ def _report(args: argparse.Namespace) -> int:
 
     run_dir, info, traces, probe_set, summary = _rescore(args)
     print(format_table(summary, compact=True))
+    _triggers(run_dir, traces, probe_set)
     print(f"report: {write_report(run_dir, summary, info, traces, probe_set)}")
     return 0
 
@@ -549,7 +567,10 @@ def build_parser() -> argparse.ArgumentParser:
         "score",
         _score,
         "recompute a run's metrics from its traces.jsonl",
-        "Recompute summary.csv, summary.md and adoption.md of RUN_DIR from traces.jsonl, without generating.",
+        "Recompute summary.csv, summary.md and adoption.md of RUN_DIR from traces.jsonl, without generating. "
+        "A run whose strategies drafted (flare_direct, adaptive) also gets triggers.csv: every probability "
+        "trigger scored again on the recorded drafts, its AUROC and the share of drafts it would fire on at "
+        "each threshold of a grid (margin and entropy need a run with --record-topk K).",
     )
     _add_scoring_options(score)
     score.add_argument(
