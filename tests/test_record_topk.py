@@ -231,3 +231,35 @@ def test_a_folder_is_resumed_only_with_the_same_k(tmp_path, scripted_lm):
     assert code == 2 and "holds a run of a different configuration: record_topk (was 3, now 5)" in err
     code, out, err = run_cli(*base)
     assert code == 2 and "record_topk (was 3, now '<absent>')" in err
+
+
+def test_in_process_alternatives_are_the_k_most_likely_ties_to_the_lowest_token_id():
+    """The in-process backend's top-k (no model loaded: its distribution code on chosen logits)."""
+    import numpy as np
+
+    from flarebench.strategies.llamacpp import LlamaCppLM
+
+    class Logits(LlamaCppLM):
+        def __init__(self):  # no model: only _distribution and the token texts
+            self._piece_cache = {}
+
+        def _piece(self, tok: int) -> bytes:
+            return f"t{tok}".encode()
+
+    lm = Logits()
+    rng = np.random.default_rng(0)
+    logits = (rng.standard_normal(1000) * 3).astype(np.float32)
+    best = float(logits.max())
+    logits[[7, 5]] = best + 1.0  # a tie at the top: the argmax is 5
+    logits[[40, 30, 20]] = best  # a tie across the k-th place
+    tok = int(np.argmax(logits))
+    shifted = logits.astype(np.float64) - float(logits[tok])
+    log_z = math.log(float(np.exp(shifted).sum()))
+    order = sorted(range(len(logits)), key=lambda i: (-shifted[i], i))
+    for k in (1, 2, 3, 4, 5, 20):
+        top, entropy = lm._distribution(logits, tok, k)
+        assert [t for t, _ in top] == [f"t{i}" for i in order[:k]]
+        assert [lp for _, lp in top] == [float(shifted[i]) - log_z for i in order[:k]]
+        assert top[0][0] == f"t{tok}"
+        p = np.exp(shifted - log_z)
+        assert entropy == pytest.approx(float(-(p * np.log(p)).sum()), rel=1e-9)
