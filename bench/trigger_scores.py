@@ -80,10 +80,6 @@ class TriggerScores:
             for (trigger, reason), specs in groups.items()
         ]
 
-    @property
-    def empty(self) -> bool:
-        return self.frame.empty and not self.skipped
-
     def auroc_table(self) -> pd.DataFrame:
         """One row per (strategy, trigger): probes, wrong, drafts, auroc."""
         return self.frame.drop(columns=["threshold", "retrieval_rate"]).drop_duplicates(["strategy", "trigger"])
@@ -123,7 +119,7 @@ def _judges(spec: str):
 
 def lacks(cls: type[TokenTrigger], calls: Iterable[LMCall]) -> str | None:
     """What the draft calls lack for trigger ``cls`` (None when they carry what it needs)."""
-    calls = [c for c in calls if c.tokens]
+    calls = [c for c in calls if c.tokens]  # an empty draft is never judged: it needs nothing
     if any(c.logprobs is None for c in calls):
         return "the drafts carry no logprobs"
     if cls.top_logprobs:
