@@ -259,7 +259,7 @@ class MeanLogprob(TokenTrigger):
 
     default_threshold = -1.4
     valid_range = (-math.inf, 0.0)
-    grid = (-4.0, -3.0, -2.5, -2.0, -1.75, -1.5, -1.25, -1.0, -0.75, -0.5, -0.25, 0.0)
+    grid = (-3.0, -2.0, -1.5, -1.0, -0.8, -0.6, -0.5, -0.4, -0.3, -0.2, -0.1, 0.0)
     score_doc = "the mean token logprob"
 
     def values(self, draft: Sentence) -> list[float]:
