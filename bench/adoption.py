@@ -21,6 +21,7 @@ from typing import Any
 import pandas as pd
 from tabulate import tabulate
 
+from flarebench.bench.bounds import strategy_rows
 from flarebench.bench.metrics import COLUMN_DOCS
 from flarebench.bench.scorers.deltas import paired
 from flarebench.bench.scorers.facts import fact_flags
@@ -357,7 +358,9 @@ def adoption(
     (default: the summary's delta_reference, else :data:`DEFAULT_REFERENCE`). ``rows`` (the
     per-probe rows the summary was made from, :func:`flarebench.bench.report.probe_rows`) and
     ``faithfulness`` (:func:`flarebench.bench.faithfulness.faithfulness_rows`) give the per-probe
-    rows their intervals; without them a difference is shown without one."""
+    rows their intervals; without them a difference is shown without one. A comparison's oracle row
+    is no strategy and gets no table (:func:`flarebench.bench.bounds.strategy_rows`)."""
+    summary = strategy_rows(summary)
     if reference is None:
         named = summary["delta_reference"].dropna() if "delta_reference" in summary.columns else []
         reference = str(named.iloc[0]) if len(named) else DEFAULT_REFERENCE

@@ -29,6 +29,7 @@ from typing import Any
 
 import pandas as pd
 
+from flarebench.bench.bounds import with_bounds
 from flarebench.strategies.base import Knob
 from flarebench.strategies.registry import SpecError, parse_spec, with_param
 
@@ -156,6 +157,13 @@ def knob_of(spec: str, param: str | None = None, values: Sequence[float] | None 
     return knob
 
 
+def budget_plans(specs: Sequence[str], reference: str) -> dict[str, Knob | None]:
+    """``compare --budget``'s specs, each with the knob it is calibrated by (None: run as given):
+    the user's specs, the delta reference (the delta, helped and harmed columns need it on the test
+    part too) and the bound rows never and always (as in every comparison)."""
+    return {spec: knob_of(spec) for spec in with_bounds(list(dict.fromkeys([*specs, reference])))}
+
+
 def grid_specs(spec: str, knob: Knob) -> list[str]:
     """The spec of every grid point, in grid order."""
     try:
@@ -279,7 +287,8 @@ TABLE_COLUMNS = ("f1", "em", "lm_calls_per_q", "headroom_captured", "helped", "h
 
 
 def calibration_table(summary: pd.DataFrame, study: Mapping[str, Any]) -> pd.DataFrame:
-    """One row per strategy of the test summary: the calibrated parameter and value (empty for a
+    """One row per strategy of the test summary (its bound rows marked, as in the summary): the
+    calibrated parameter and value (empty for a
     strategy run as given), its dev and test figures of the goal's metric, how far the test figure
     missed the goal and whether that is beyond the tolerance, then the test quality columns."""
     goal = Goal(**study["goal"])
@@ -292,6 +301,7 @@ def calibration_table(summary: pd.DataFrame, study: Mapping[str, Any]) -> pd.Dat
         miss = goal.miss(test)
         out: dict[str, Any] = {
             "strategy": cal["base"] if cal else row["strategy"],
+            **({"bound": row["bound"]} if "bound" in summary.columns else {}),
             "calibrated": f"{cal['param']}={value_text(cal['value'])}" if cal else None,
             f"dev_{goal.metric}": cal["dev"][goal.metric] if cal else None,
             f"test_{goal.metric}": test,

@@ -81,7 +81,7 @@ def _run(args: argparse.Namespace, study: dict | None = None) -> int:
 
 
 def _compare(args: argparse.Namespace) -> int:
-    from flarebench.bench.calibrate import CalibrationError, knob_of, parse_goal
+    from flarebench.bench.calibrate import CalibrationError, budget_plans, parse_goal
     from flarebench.bench.metrics import SUMMARY_COLUMNS
     from flarebench.strategies.registry import expand
 
@@ -94,8 +94,7 @@ def _compare(args: argparse.Namespace) -> int:
         return _run(args, study={"kind": "compare"})
     try:
         goal = parse_goal(args.budget, args.objective, SUMMARY_COLUMNS, "--budget")
-        # The delta, helped and harmed columns need the reference on the test part too.
-        plans = {spec: knob_of(spec) for spec in dict.fromkeys([*specs, args.reference])}
+        plans = budget_plans(specs, args.reference)
     except CalibrationError as e:
         raise UserError(str(e)) from None
     return _calibrated(args, plans, goal, "compare")
@@ -237,7 +236,7 @@ def _rescore(args: argparse.Namespace):
     """Score RUN_DIR again from its traces: the probes the run selected (run.json) and each
     (strategy, probe) once; returns (run_dir, run.json, traces, probe set, summary). Only reads
     traces.jsonl, so it needs no lock and works while a run is writing the folder."""
-    from flarebench.bench.report import summary_frame, write_summary
+    from flarebench.bench.report import is_comparison, summary_frame, write_summary
     from flarebench.bench.runner import TRACES, TraceError, TraceLog
     from flarebench.bench.session import RUN_JSON
     from flarebench.probes.load import ProbeError, load_probe_set
@@ -284,6 +283,7 @@ def _rescore(args: argparse.Namespace):
         price=price,
         reference=reference,
         faithfulness=faithfulness,
+        oracle=is_comparison(info.get("study")),
     )
     write_summary(run_dir, summary, config, info.get("study"))
     return run_dir, info, traces, probe_set, summary
@@ -505,7 +505,10 @@ def build_parser() -> argparse.ArgumentParser:
         "Run two or more strategies (repeat --strategy; default: all six) on one probe set and write one "
         "report: one table with paired-bootstrap deltas against --reference, before/after adoption tables "
         "against it (adoption.md), plots of quality against cost and p95 latency with the Pareto front, "
-        "latency distributions and a trace viewer. The options are those of `run`.",
+        "latency distributions and a trace viewer. The options are those of `run`. "
+        "It also runs the bounds never (no_retrieval) and always (flare_direct:theta=1, retrieval on every "
+        "sentence) unless --strategy holds them, and adds an oracle row (per probe the best answer of the "
+        "strategies): headroom_captured, helped and harmed say what each strategy gains.",
     )
     _add_run_options(compare)
     _add_calibration_options(

@@ -3,14 +3,16 @@ papers' qualitative findings do not show up for this model and probe set.
 
 Each finding is one sentence computed from the summary alone (no judgement that is not in a
 number): which strategies are on the Pareto front, which deltas against the reference are
-significant, and for a sweep whether the retrieval rate rises with the swept value as in the FLARE
-paper's Figure 5.
+significant, which strategies harmed more than 5% of the probes against it, how much of the
+headroom between never and the oracle the best strategy closes, and for a sweep whether the
+retrieval rate rises with the swept value as in the FLARE paper's Figure 5.
 """
 
 from __future__ import annotations
 
 import pandas as pd
 
+from flarebench.bench.bounds import ALWAYS, BOUND, NEVER, ORACLE, strategy_rows
 from flarebench.bench.calibrate import calibration_table, missed_lines
 from flarebench.bench.plots import QUALITY, cost_axis, pareto_front, tokens_frame
 from flarebench.bench.report import interval_text
@@ -123,8 +125,58 @@ def _sweep(summary: pd.DataFrame, study: dict) -> list[str]:
     return out
 
 
+#: Above this harmed share (of the probes paired with the reference) a strategy's harm is a finding.
+HARM = 0.05
+
+
+def _share(x: float) -> str:
+    """A share as a percentage for a sentence: 15% (12.2% where a whole number would round)."""
+    text = f"{100 * x:.1f}"
+    return f"{text.removesuffix('.0')}%"
+
+
+def _harms(summary: pd.DataFrame) -> list[str]:
+    """One line per strategy that gave a lower F1 than the reference on more than :data:`HARM` of
+    the probes (the never bound left out: what it loses is what retrieval gains)."""
+    if "harmed" not in summary or "delta_reference" not in summary or summary["delta_reference"].isna().all():
+        return []
+    reference = summary["delta_reference"].dropna().iloc[0]
+    return [
+        f"{r['strategy']} harmed {_share(float(r['harmed']))} of the probes against {reference} (a lower "
+        f"{QUALITY.upper()} than {reference}'s on them) and helped {_share(float(r['helped']))}."
+        for _, r in summary.iterrows()
+        if r["strategy"] != reference and r.get(BOUND) != NEVER and pd.notna(r["harmed"]) and float(r["harmed"]) > HARM
+    ]
+
+
+def _headroom(summary: pd.DataFrame, oracle: pd.DataFrame) -> str | None:
+    """Which strategy closes most of the F1 gap between never and the per-probe oracle, and how much
+    always closes."""
+    if "headroom_captured" not in summary or BOUND not in summary:
+        return None
+    bounds = {r[BOUND]: r for _, r in summary.iterrows() if isinstance(r[BOUND], str)}
+    scored = summary[summary["headroom_captured"].notna() & (summary[BOUND] != NEVER)]
+    if NEVER not in bounds or scored.empty:
+        return None
+    never = bounds[NEVER]
+    best = scored.loc[scored["headroom_captured"].astype(float).idxmax()]
+    top = f" ({_fmt(float(oracle[QUALITY].iloc[0]))})" if not oracle.empty else ""
+    line = (
+        f"Of the {QUALITY.upper()} gap between never ({never['strategy']}, {_fmt(float(never[QUALITY]))}) and "
+        f"the per-probe oracle{top}, {best['strategy']} closes the most: headroom_captured "
+        f"{_fmt(float(best['headroom_captured']))}"
+    )
+    always = bounds.get(ALWAYS)
+    if always is not None and always["strategy"] != best["strategy"] and pd.notna(always["headroom_captured"]):
+        line += f"; always ({always['strategy']}) closes {_fmt(float(always['headroom_captured']))}"
+    return line + "."
+
+
 def findings(summary: pd.DataFrame, study: dict) -> list[str]:
-    """The findings for a summary (one row per strategy spec) and its study record."""
+    """The findings for a summary (one row per strategy spec, and a comparison's oracle row) and its
+    study record."""
+    oracle = summary[summary[BOUND] == ORACLE] if BOUND in summary else summary.iloc[0:0]
+    summary = strategy_rows(summary)
     if summary.empty:
         return []
     cost_col, cost_label, _ = cost_axis(summary)
@@ -132,6 +184,8 @@ def findings(summary: pd.DataFrame, study: dict) -> list[str]:
     if "calibration" in study:
         out += missed_lines(calibration_table(summary, study), study)
     out += [f for f in (_long_answers(summary), _retrieval_helps(summary), _deltas(summary)) if f]
+    out += _harms(summary)
+    out += [f for f in (_headroom(summary, oracle),) if f]
     out.append(_front(summary, cost_col, cost_label))
     out.append(_front(summary, "latency_p95_s", "p95 latency"))
     return out

@@ -52,6 +52,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from flarebench.bench.bounds import strategy_rows
 from flarebench.bench.config import command_line, config_difference
 from flarebench.bench.metrics import OPTIONAL_COLUMNS, SUMMARY_COLUMNS
 from flarebench.bench.scorers.registry import LOWER, WORSE_KINDS, columns
@@ -508,7 +509,9 @@ class Gating:
 
     @staticmethod
     def rows(summary) -> dict[str, dict[str, Any]]:
-        return {row["strategy"]: row for row in summary.to_dict("records")}
+        """The summary's strategy rows by spec: a comparison's oracle row is no strategy, never gated
+        or saved (:func:`flarebench.bench.bounds.strategy_rows`)."""
+        return {row["strategy"]: row for row in strategy_rows(summary).to_dict("records")}
 
     def check(self, spec: str, summary) -> list[str]:
         """The broken-metric lines of ``spec`` against the baseline (empty when it passes or is

@@ -23,6 +23,7 @@ import pandas as pd
 
 from flarebench.bench import plots
 from flarebench.bench.adoption import Adoption, headers, intro
+from flarebench.bench.bounds import strategy_rows
 from flarebench.bench.calibrate import calibration_note, calibration_table
 from flarebench.bench.findings import findings
 from flarebench.bench.metrics import COLUMN_DOCS
@@ -133,6 +134,12 @@ def viewer_data(traces: list[Trace], rows: pd.DataFrame, probes: dict, docs_by_i
 
 
 def _table(frame: pd.DataFrame, table_id: str) -> str:
+    # An empty cell of a text or mixed column (the bound column off the bound rows, the oracle row's
+    # errors) is None, which to_html would write as "None": shown empty, as NaN is.
+    frame = frame.copy()
+    for c in frame.columns:
+        if frame[c].dtype == object:
+            frame[c] = frame[c].map(lambda v: "" if v is None else v).astype(object)
     return frame.to_html(
         index=False, escape=True, na_rep="", float_format=lambda x: f"{x:.3f}", border=0, table_id=table_id
     )
@@ -277,7 +284,8 @@ def render(summary: pd.DataFrame, info: dict, traces: list[Trace], probe_set) ->
     """The whole page as a string."""
     config = info.get("config", {})
     study = info.get("study") or {}
-    order = list(summary["strategy"]) if not summary.empty else list(config.get("strategies", {}))
+    strategies = strategy_rows(summary)  # the oracle row of a comparison is no strategy: not plotted or viewed
+    order = list(strategies["strategy"]) if not summary.empty else list(config.get("strategies", {}))
     probes = {p.id: p for p in probe_set.probes}
     rows = probe_rows([t for t in traces if t.strategy in order], probes)
     e = html.escape
@@ -317,7 +325,7 @@ def render(summary: pd.DataFrame, info: dict, traces: list[Trace], probe_set) ->
         calibration=_calibration(summary, study),
         adoption=_adoption(adoption_of(summary)),
         full_table=_table(summary, "summary-full"),
-        plots=_plots(summary, rows, study, order),
+        plots=_plots(strategies, rows, study, order),
         defs=defs,
         config=e(json.dumps(config, indent=2, ensure_ascii=False)),
         data=embed_json(data),

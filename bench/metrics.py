@@ -24,6 +24,7 @@ from typing import Any
 
 import pandas as pd
 
+from flarebench.bench.bounds import oracle_row
 from flarebench.bench.scorers.registry import Group, Scoring, column_docs, optional_columns, scorers, summary_columns
 from flarebench.bench.uncertainty import DEFAULT_REFERENCE
 from flarebench.strategies.records import Trace
@@ -69,6 +70,7 @@ def summarize(
     price: Any = None,
     reference: str | None = None,
     faithfulness: Mapping[tuple[str, str], Mapping[str, Any]] | None = None,
+    oracle: bool = False,
 ) -> pd.DataFrame:
     """One row per strategy, with the columns of :data:`SUMMARY_COLUMNS` and, in their places, those
     of :data:`OPTIONAL_COLUMNS` that some strategy has a value for (see :data:`COLUMN_DOCS`).
@@ -81,8 +83,11 @@ def summarize(
     the strategy the delta columns compare with (default
     :data:`flarebench.bench.uncertainty.DEFAULT_REFERENCE`; the delta columns are empty when it has
     no rows). ``faithfulness`` holds :func:`flarebench.bench.faithfulness.faithfulness_rows` (the
-    faithfulness columns are empty without it). Nothing is rounded. ``attrs["notes"]`` holds one
-    line per thing a reader must know: what the columns were scored with (how cost was priced, the
+    faithfulness columns are empty without it). ``oracle`` (a comparison's summary) adds the oracle
+    row after the strategies' (:func:`flarebench.bench.bounds.oracle_row`: per probe the best em and
+    f1 among them; its other columns empty, its ``bound`` "oracle"); the notes and the scorers'
+    findings are made before it, from the strategies alone. Nothing is rounded. ``attrs["notes"]``
+    holds one line per thing a reader must know: what the columns were scored with (how cost was priced, the
     delta reference), then what the scorers found (a warm run, undefined or low gate AUROCs), which
     summary.md prints.
     """
@@ -107,9 +112,39 @@ def summarize(
         group = Group(strategy, group_rows, scoring)
         out.append({column: value for s in ordered for column, value in s(group).items()})
     frame = pd.DataFrame(out, columns=[c.name for s in ordered for c in s.columns])
+    for column in frame.columns:
+        values = [row.get(column) for row in out]
+        if None in values and all(v is None or isinstance(v, str) for v in values):
+            # Text with gaps (the bound column off the bound rows) keeps None, which tables write
+            # empty; pandas would make the gaps NaN, written "nan".
+            frame[column] = pd.Series(values, index=frame.index, dtype=object)
     # An optional column no strategy has a value for is one this run cannot compute: left out.
     frame = frame.drop(columns=[c for c in OPTIONAL_COLUMNS if frame[c].isna().all()])
     frame.attrs["notes"] = [s.settings(scoring) for s in ordered if s.settings] + [
         line for s in ordered if s.findings for line in s.findings(frame, scoring)
     ]
+    best = oracle_row(scoring) if oracle else None
+    if best is not None:
+        frame = _with_row(frame, best)
     return frame
+
+
+def _with_row(frame: pd.DataFrame, row: Mapping[str, Any]) -> pd.DataFrame:
+    """``frame`` with ``row`` appended (its missing columns empty). A column of integers stays one
+    of integers (an object column, the new row's gap None), so that tables do not write 20 as 20.000,
+    and a column of objects stays one (its gaps None, written empty)."""
+    values = [row.get(c) for c in frame.columns]
+    out = pd.DataFrame(
+        {
+            c: pd.Series(
+                [*frame[c].tolist(), v],
+                dtype=object
+                if frame[c].dtype == object or (pd.api.types.is_integer_dtype(frame[c]) and v is None)
+                else None,
+            )
+            for c, v in zip(frame.columns, values)
+        },
+        columns=frame.columns,
+    )
+    out.attrs = dict(frame.attrs)
+    return out

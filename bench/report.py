@@ -48,10 +48,12 @@ def summary_frame(
     price=None,
     reference: str | None = None,
     faithfulness: dict | None = None,
+    oracle: bool = False,
 ) -> pd.DataFrame:
     """One row per strategy spec, from the traces and the probes they answer; ``price`` (a
     :class:`flarebench.bench.prices.Price`) prices cost_per_q, ``reference`` is the delta columns' reference,
-    ``faithfulness`` holds :func:`flarebench.bench.faithfulness.faithfulness_rows` for these traces.
+    ``faithfulness`` holds :func:`flarebench.bench.faithfulness.faithfulness_rows` for these traces;
+    ``oracle`` (a comparison: :func:`is_comparison`) adds the oracle row after the strategies'.
     ``attrs["adoption"]`` holds the run's adoption tables (:func:`flarebench.bench.adoption.adoption`,
     made here, where the per-probe rows their intervals need are at hand), which adoption.md and
     report.html show."""
@@ -61,9 +63,15 @@ def summary_frame(
         summary = pd.DataFrame(columns=SUMMARY_COLUMNS)
         summary.attrs["adoption"] = adoption(summary, reference=reference)
         return summary
-    summary = summarize(rows, order=order, price=price, reference=reference, faithfulness=faithfulness)
+    summary = summarize(rows, order=order, price=price, reference=reference, faithfulness=faithfulness, oracle=oracle)
     summary.attrs["adoption"] = adoption(summary, rows, faithfulness, reference)
     return summary
+
+
+def is_comparison(study: dict | None) -> bool:
+    """Whether a run's study record (run.json's ``study``) is a comparison, whose summary gets the
+    oracle row (:mod:`flarebench.bench.bounds`)."""
+    return isinstance(study, dict) and study.get("kind") == "compare"
 
 
 def adoption_of(summary: pd.DataFrame):
@@ -76,6 +84,7 @@ def adoption_of(summary: pd.DataFrame):
 #: summary.md and the report's full table keep every column).
 COMPACT_COLUMNS = [
     "strategy",
+    "bound",
     "n",
     "errors",
     "em",
@@ -95,6 +104,7 @@ COMPACT_COLUMNS = [
 #: retrieval fired and what a reader of the streamed answer waited.
 COMPACT_LONG_COLUMNS = [
     "strategy",
+    "bound",
     "n",
     "errors",
     "fact_recall",
@@ -115,6 +125,10 @@ COMPACT_LONG_COLUMNS = [
 ]
 
 
+#: Compact columns shown only where some row has a value.
+_WHEN_FILLED = ("bound", "headroom_captured", "helped", "harmed")
+
+
 def interval_text(delta: float, lo: float, hi: float) -> str:
     """A delta and its interval as "+0.040 [-0.020, +0.100]", with " *" where the interval excludes 0."""
     if pd.isna(delta):
@@ -125,12 +139,17 @@ def interval_text(delta: float, lo: float, hi: float) -> str:
 def compact_frame(summary: pd.DataFrame) -> pd.DataFrame:
     """The summary's :data:`COMPACT_COLUMNS` (:data:`COMPACT_LONG_COLUMNS` for a run of long probes;
     and, for a run served from --cache, the cached share
-    and cold and warm p50 latency) plus one column per delta, written "delta [lo, hi]"
+    and cold and warm p50 latency), headroom_captured, helped and harmed (these and ``bound`` only
+    where some row has a value), plus one column per delta, written "delta [lo, hi]"
     (a star where the 95% interval excludes 0), headed by the reference strategy."""
     columns = list(COMPACT_LONG_COLUMNS if "fact_recall" in summary else COMPACT_COLUMNS)
     if "cached_share" in summary and (summary["cached_share"].fillna(0) > 0).any():
         # A warm run: its latency means little without the share served from the cache beside it.
         columns += ["cached_share", "latency_p50_cold_s", "latency_p50_warm_s"]
+    columns += ["headroom_captured", "helped", "harmed"]
+    # The bound and effect columns only where some row has a value (a run without bounds or a
+    # reference keeps the table it had).
+    columns = [c for c in columns if c not in _WHEN_FILLED or (c in summary and summary[c].notna().any())]
     frame = summary[[c for c in columns if c in summary.columns]].copy()
     if "delta_reference" in summary.columns and summary["delta_reference"].notna().any():
         reference = summary["delta_reference"].dropna().iloc[0]

@@ -20,9 +20,10 @@ from typing import Any
 
 from tqdm import tqdm
 
+from flarebench.bench.bounds import with_bounds
 from flarebench.bench.config import command_line, fingerprint, first_difference, run_config
 from flarebench.bench.gate import GateError, Gating
-from flarebench.bench.report import format_table, summary_frame, write_atomic, write_summary
+from flarebench.bench.report import format_table, is_comparison, summary_frame, write_atomic, write_summary
 from flarebench.bench.runlock import LOCK, LockHeld, RunLock
 from flarebench.bench.runner import TRACES, TraceError, TraceLog, run_strategy
 from flarebench.probes.load import SHIPPED_DIR, ProbeError, load_probe_set
@@ -127,6 +128,10 @@ class BenchSession:
         except GateError as e:
             raise ConfigError(str(e)) from None
         self.specs = self.gating.specs
+        if is_comparison(self.study):
+            # A comparison runs its never and always bounds too (bench/bounds.py); after the gate's
+            # specs, so that a baseline is not asked for them.
+            self.specs = with_bounds(self.specs)
         # Parse every spec before loading anything heavy, so a typo fails at once.
         from flarebench.strategies.registry import SpecError
 
@@ -430,6 +435,7 @@ class BenchSession:
             price=self.price,
             reference=self.reference,
             faithfulness=self._faithfulness,
+            oracle=is_comparison(self.study),
         )
         self._scored_at = (size, traces, summary)
         return traces, summary

@@ -9,6 +9,7 @@ import pytest
 from flarebench.bench.calibrate import (
     CalibrationError,
     Goal,
+    budget_plans,
     calibrate,
     calibration_table,
     knob_of,
@@ -96,6 +97,20 @@ def test_a_spec_that_sets_its_knob_runs_as_given():
     assert knob_of("flare_direct:theta=1") is None
     assert knob_of("flare_direct:threshold=0.3") is None  # min_prob's threshold is theta
     assert knob_of("adaptive:threshold=0.2") is None
+
+
+def test_a_budget_comparison_calibrates_the_knobs_and_runs_reference_and_bounds_as_given():
+    plans = budget_plans(["flare_direct:trigger=entropy", "adaptive", "fixed_interval"], "single_time")
+    assert list(plans) == [
+        "no_retrieval",
+        "flare_direct:trigger=entropy",
+        "adaptive",
+        "fixed_interval",
+        "single_time",
+        "flare_direct:theta=1",
+    ]
+    as_given = [spec for spec, knob in plans.items() if knob is None]
+    assert as_given == ["no_retrieval", "single_time", "flare_direct:theta=1"]
 
 
 def test_another_parameter_needs_its_values_and_is_searched_as_a_grid():

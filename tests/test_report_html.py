@@ -103,7 +103,11 @@ def test_report_escapes_every_piece_of_corpus_and_model_text(hostile_run):
 def test_report_holds_table_plots_definitions_and_configuration(hostile_run):
     page = (hostile_run / "report.html").read_text()
     table = pd.read_html(io.StringIO(page), attrs={"id": "summary"})[0]
-    assert list(table["strategy"]) == ["single_time", "flare_direct"]
+    # compare runs its never and always bounds too, and ends with the oracle row (no strategy: not viewed).
+    specs = ["no_retrieval", "single_time", "flare_direct", "flare_direct:theta=1"]
+    assert list(table["strategy"]) == [*specs, "oracle"]
+    assert table["bound"].fillna("").tolist() == ["never", "", "", "always", "oracle"]
+    assert _embedded(page)["order"] == specs
     assert "f1 vs single_time" in table.columns  # the bootstrap delta against the reference
     full = pd.read_html(io.StringIO(page), attrs={"id": "summary-full"})[0]
     summary = pd.read_csv(hostile_run / "summary.csv")
@@ -259,7 +263,7 @@ def test_report_in_a_real_browser(browser, hostile_run):
     errors = [e for e in browser.get_log("browser") if e["level"] in ("SEVERE", "WARNING")]
     assert errors == []
     table = browser.find_element(By.ID, "summary")
-    assert table.is_displayed() and len(table.find_elements(By.CSS_SELECTOR, "tbody tr")) == 2
+    assert table.is_displayed() and len(table.find_elements(By.CSS_SELECTOR, "tbody tr")) == 5  # 4 specs, oracle
     images = browser.find_elements(By.CSS_SELECTOR, "figure img")
     assert len(images) == 4
     for img in images:

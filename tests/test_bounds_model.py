@@ -1,0 +1,57 @@
+"""`flarebench compare` with its bound rows, end to end with the real embedded model: it runs the
+never and always specs it adds (once), writes the oracle row, and `report` rescores the folder to
+the same summary."""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pandas as pd
+import pytest
+
+pytestmark = pytest.mark.model
+
+FLAREBENCH = shutil.which("flarebench") or str(Path(sys.executable).with_name("flarebench"))
+
+
+def _env(tmp_path: Path) -> dict[str, str]:
+    return {**os.environ, "FLAREBENCH_CACHE": os.environ.get("FLAREBENCH_CACHE", str(tmp_path / "cache"))}
+
+
+def test_compare_runs_the_bounds_and_writes_the_oracle_row(tmp_path):
+    run_dir = tmp_path / "compare"
+    cmd = [FLAREBENCH, "compare", "--strategy", "single_time", "--strategy", "no_retrieval", "--limit", "2"]
+    done = subprocess.run([*cmd, "--report-dir", str(run_dir)], capture_output=True, text=True, env=_env(tmp_path))
+    assert done.returncode == 0, done.stderr[-2000:]
+    assert "[3/3] flare_direct:theta=1" in done.stderr and "Traceback" not in done.stderr
+    info = json.loads((run_dir / "run.json").read_text())
+    assert list(info["config"]["strategies"]) == ["single_time", "no_retrieval", "flare_direct:theta=1"]
+    summary = pd.read_csv(run_dir / "summary.csv")
+    assert list(summary["strategy"]) == ["single_time", "no_retrieval", "flare_direct:theta=1", "oracle"]
+    assert summary["bound"].tolist()[1:] == ["never", "always", "oracle"]
+    assert summary.loc[2, "retrieval_rate"] == 1.0  # always: every sentence retrieved
+    # The oracle (per probe the best f1 of the three, averaged) is at least each strategy's mean.
+    oracle = summary.iloc[3]
+    assert oracle["n"] == 2 and oracle["f1"] >= summary.iloc[:3]["f1"].max() - 1e-9
+    assert pd.isna(oracle["latency_p95_s"]) and pd.isna(oracle["errors"])
+    assert "headroom_captured" in summary.columns and "oracle" in done.stdout
+    # Rescoring the folder gives the same files.
+    before = {name: (run_dir / name).read_bytes() for name in ("summary.csv", "summary.md", "adoption.md")}
+    again = subprocess.run([FLAREBENCH, "report", str(run_dir)], capture_output=True, text=True, env=_env(tmp_path))
+    assert again.returncode == 0, again.stderr[-2000:]
+    assert {name: (run_dir / name).read_bytes() for name in before} == before
+
+
+def test_compare_does_not_add_a_bound_the_specs_hold(tmp_path):
+    run_dir = tmp_path / "compare"
+    cmd = [FLAREBENCH, "compare", "--strategy", "no_retrieval", "--strategy", "flare_direct:theta=1.0", "--limit", "1"]
+    done = subprocess.run([*cmd, "--report-dir", str(run_dir)], capture_output=True, text=True, env=_env(tmp_path))
+    assert done.returncode == 0, done.stderr[-2000:]
+    summary = pd.read_csv(run_dir / "summary.csv")
+    assert list(summary["strategy"]) == ["no_retrieval", "flare_direct:theta=1.0", "oracle"]
+    assert summary["bound"].tolist() == ["never", "always", "oracle"]
