@@ -288,9 +288,9 @@ TABLE_COLUMNS = ("f1", "em", "lm_calls_per_q", "headroom_captured", "helped", "h
 
 def calibration_table(summary: pd.DataFrame, study: Mapping[str, Any]) -> pd.DataFrame:
     """One row per strategy of the test summary (its bound rows marked, as in the summary): the
-    calibrated parameter and value (empty for a
-    strategy run as given), its dev and test figures of the goal's metric, how far the test figure
-    missed the goal and whether that is beyond the tolerance, then the test quality columns."""
+    calibrated parameter and value (empty for a strategy run as given), its dev and test figures of
+    the goal's metric, how far the test figure missed the goal and whether that is beyond the
+    tolerance, then the test quality columns."""
     goal = Goal(**study["goal"])
     tolerance = float(study.get("tolerance", TOLERANCE))
     by_spec = {c["chosen"]: c for c in study.get("calibration", [])}
