@@ -18,8 +18,9 @@ import dataclasses
 from flarebench.strategies.lm import LM, GenerationRequest
 from flarebench.strategies.records import LMCall
 
-#: The most alternatives per token: what the OpenAI API serves, and what the in-process backend
-#: computes at no measurable cost.
+#: The most alternatives per token: what the OpenAI API serves. In-process they and the entropy
+#: cost about 1 ms per drafted token (the whole vocabulary's softmax), some 5% of a draft's decode on
+#: 2 cores (tests/test_decode_speed.py, group draft-topk).
 MAX_K = 20
 #: The purpose of the calls widened (a strategy's draft judged by its confidence trigger).
 DRAFT = "draft"

@@ -243,8 +243,10 @@ class LlamaCppLM(LM):
         weights = np.exp(shifted)
         total = float(weights.sum())
         log_total = float(np.log(total))
-        # H = -sum p log p with p = w / Z and log p = shifted - log Z: H = log Z - sum(w * shifted) / Z
-        entropy = max(0.0, log_total - float(weights @ shifted) / total)
+        # H = -sum p log p with p = w / Z and log p = shifted - log Z: H = log Z - sum(w * shifted) / Z.
+        # Summed by numpy, not a BLAS dot product: OpenBLAS's threads spin after a call and take the
+        # cores llama.cpp's threads decode on (the decode ran 2.8x slower with `weights @ shifted`).
+        entropy = max(0.0, log_total - float((weights * shifted).sum()) / total)
         top: list[list] = []
         if k:
             # The k largest, found on the float32 logits (the order of ``shifted``; partitioning them
