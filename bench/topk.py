@@ -16,14 +16,12 @@ from __future__ import annotations
 import dataclasses
 
 from flarebench.strategies.lm import LM, GenerationRequest
-from flarebench.strategies.records import LMCall
+from flarebench.strategies.records import DRAFT, LMCall
 
 #: The most alternatives per token: what the OpenAI API serves. In-process they and the entropy
 #: cost about 1 ms per drafted token (the whole vocabulary's softmax), some 5% of a draft's decode on
 #: 2 cores (tests/test_decode_speed.py, group draft-topk).
 MAX_K = 20
-#: The purpose of the calls widened (a strategy's draft judged by its confidence trigger).
-DRAFT = "draft"
 
 
 def check_k(k: int) -> None:

@@ -33,7 +33,7 @@ import pandas as pd
 
 from flarebench.bench.confidence import auroc
 from flarebench.strategies import triggers
-from flarebench.strategies.records import LMCall, Trace
+from flarebench.strategies.records import DRAFT, LMCall, Trace
 from flarebench.strategies.steps import Sentence
 from flarebench.strategies.triggers import Gated, TokenTrigger
 
@@ -41,8 +41,6 @@ TRIGGERS_CSV = "triggers.csv"
 #: The columns of triggers.csv: one row per (strategy, trigger, threshold of its grid); the
 #: per-trigger values (probes, wrong, drafts, auroc) repeat on each of its rows.
 COLUMNS = ("strategy", "trigger", "probes", "wrong", "drafts", "auroc", "threshold", "retrieval_rate")
-#: The purpose of a draft call (what a confidence trigger judges).
-DRAFT = "draft"
 #: How to record what a skipped trigger needs.
 HINT = "run with --record-topk K to record it"
 #: What every reader of the rates must know.

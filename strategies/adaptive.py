@@ -17,7 +17,7 @@ from dataclasses import dataclass
 from flarebench.strategies.base import Strategy, finish, retrieve
 from flarebench.strategies.lm import LM
 from flarebench.strategies.prompts import STOP, PromptTemplate, template
-from flarebench.strategies.records import ADAPTIVE, Step, Trace
+from flarebench.strategies.records import ADAPTIVE, DRAFT, Step, Trace
 from flarebench.strategies.registry import register
 from flarebench.strategies.retriever import Retriever
 from flarebench.strategies.steps import whole_output
@@ -95,7 +95,7 @@ class Adaptive(Gated, Strategy):
             self.max_tokens,
             stop=STOP,
             logprobs=gate.needs_logprobs,
-            purpose="draft",
+            purpose=DRAFT,
             top_logprobs=gate.top_logprobs,
             entropy=gate.entropy,
         )

@@ -19,7 +19,7 @@ from typing import Literal
 
 from flarebench.strategies.base import Strategy, finish, first_hop, retrieve
 from flarebench.strategies.lm import LM, Prompt
-from flarebench.strategies.records import LOW_CONFIDENCE, LMCall, Passage, Retrieval, Step, Trace
+from flarebench.strategies.records import DRAFT, LOW_CONFIDENCE, LMCall, Passage, Retrieval, Step, Trace
 from flarebench.strategies.registry import register
 from flarebench.strategies.retriever import Retriever
 from flarebench.strategies.steps import Sentence, answer_finished, next_sentence
@@ -185,7 +185,7 @@ class FlareDirect(Gated, Strategy):
                 prompt,
                 budget,
                 logprobs=trigger.needs_logprobs,
-                purpose="draft",
+                purpose=DRAFT,
                 top_logprobs=trigger.top_logprobs,
                 entropy=trigger.entropy,
             )

@@ -48,6 +48,9 @@ class LMCall:
     entropies: list[float] | None = None
 
 
+#: The purpose of a drafted sentence (or answer) that a confidence trigger judges (flare_direct,
+#: adaptive); --record-topk widens these calls and post-hoc trigger scoring reads them.
+DRAFT = "draft"
 #: The purpose of a self_check trigger's call (it judges a draft; it writes none of the answer).
 SELF_CHECK = "self_check"
 
