@@ -310,7 +310,12 @@ def calibration_table(summary: pd.DataFrame, study: Mapping[str, Any]) -> pd.Dat
         }
         out.update({c: row[c] for c in TABLE_COLUMNS if c in summary.columns})
         rows.append(out)
-    return pd.DataFrame(rows)
+    table = pd.DataFrame(rows)
+    # Text and flag cells without a value stay blank (None), never "nan".
+    for column in ("bound", "calibrated", "missed"):
+        if column in table:
+            table[column] = table[column].astype(object).where(table[column].notna(), None)
+    return table
 
 
 def calibration_note(study: Mapping[str, Any]) -> str:
