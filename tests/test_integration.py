@@ -86,5 +86,5 @@ def test_summary_files_are_written(run):
     csv = (session.run_dir / "summary.csv").read_text().splitlines()
     from flarebench.bench.metrics import SUMMARY_COLUMNS
 
-    assert csv[0].split(",") == SUMMARY_COLUMNS and csv[0].startswith("strategy,n,errors,em,f1,")
+    assert csv[0].split(",") == SUMMARY_COLUMNS and csv[0].startswith("strategy,n,errors,bound,em,f1,")
     assert [line.split(",")[0] for line in csv[1:]] == ["no_retrieval", "single_time"]
