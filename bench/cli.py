@@ -24,8 +24,8 @@ class UserError(Exception):
     """A mistake in the command line or the files it names: printed as one line, exit status 2."""
 
 
-def _run(args: argparse.Namespace, study: dict | None = None) -> int:
-    from flarebench.bench.runner import StrategyRefused
+def _session(args: argparse.Namespace, study: dict | None):
+    """The bench session of the run options, with what the LM endpoint offers said on stderr."""
     from flarebench.bench.session import BenchSession, ConfigError
 
     try:
@@ -36,6 +36,13 @@ def _run(args: argparse.Namespace, study: dict | None = None) -> int:
         raise UserError(str(e)) from None
     if session.lm_capabilities:
         print(f"flarebench: {session.lm_capabilities}", file=sys.stderr)
+    return session
+
+
+def _run(args: argparse.Namespace, study: dict | None = None) -> int:
+    from flarebench.bench.runner import StrategyRefused
+
+    session = _session(args, study)
     failed = []
     gating = session.gating
     try:
@@ -134,7 +141,6 @@ def _calibrated(args: argparse.Namespace, plans: dict, goal, kind: str) -> int:
 
     from flarebench.bench.calibrate import CalibrationError, calibrate, calibration_table, grid_specs, split, value_text
     from flarebench.bench.report import format_table
-    from flarebench.bench.session import BenchSession, ConfigError
 
     if args.gate or args.save_baseline:
         raise UserError("--gate and --save-baseline gate a plain run; calibrated runs are not gated")
@@ -150,14 +156,7 @@ def _calibrated(args: argparse.Namespace, plans: dict, goal, kind: str) -> int:
         "seed": args.seed,
         "tolerance": args.budget_tolerance,
     }
-    try:
-        session = BenchSession(
-            **{o.dest: getattr(args, o.dest) for o in RUN_OPTIONS}, study=study, option_sources=args.option_sources
-        )
-    except ConfigError as e:
-        raise UserError(str(e)) from None
-    if session.lm_capabilities:
-        print(f"flarebench: {session.lm_capabilities}", file=sys.stderr)
+    session = _session(args, study)
     failed, chosen = [], {}
     try:
         try:
