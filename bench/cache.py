@@ -22,7 +22,7 @@ import time
 from pathlib import Path
 
 from flarebench.bench import version
-from flarebench.strategies.lm import LM, GenerationRequest
+from flarebench.strategies.lm import LM, GenerationRequest, WrappedLM
 from flarebench.strategies.records import LMCall, Passage
 from flarebench.strategies.retriever import Lookup, Retriever, cache_root
 
@@ -65,18 +65,13 @@ class DiskCache:
             self._db.close()
 
 
-class CachedLM(LM):
+class CachedLM(WrappedLM):
     """An LM whose calls are looked up in a :class:`DiskCache` first. A hit returns the stored call
     marked ``cached``, with 0 evaluated tokens (nothing ran) and the lookup's wall time."""
 
     def __init__(self, inner: LM, cache: DiskCache):
-        self.inner = inner
+        super().__init__(inner)
         self.cache = cache
-        self.name = inner.name
-        self.supports_logprobs = inner.supports_logprobs
-        self.supports_logit_bias = inner.supports_logit_bias
-        self.supports_top_logprobs = inner.supports_top_logprobs
-        self.thread_safe = inner.thread_safe
         # The model and its decoding settings, and the version of the code that shapes its requests.
         self._identity = json.dumps({"lm": inner.describe(), "flarebench": version()}, sort_keys=True)
 
@@ -91,25 +86,9 @@ class CachedLM(LM):
         stored = self.cache.get(key)
         if stored is not None:
             return dataclasses.replace(LMCall(**stored), purpose=request.purpose, evaluated_tokens=0, cached=True)
-        call = self.inner.generate(
-            request.prompt,
-            request.max_tokens,
-            request.stop,
-            request.logprobs,
-            request.purpose,
-            request.logit_bias,
-            request.stop_at_sentence,
-            request.top_logprobs,
-            request.entropy,
-        )
+        call = self.forward(request)
         self.cache.put(key, dataclasses.asdict(call))
         return call
-
-    def describe(self) -> dict:
-        return self.inner.describe()
-
-    def close(self) -> None:
-        self.inner.close()
 
 
 class CachedRetriever(Retriever):

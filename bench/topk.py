@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import dataclasses
 
-from flarebench.strategies.lm import LM, GenerationRequest
+from flarebench.strategies.lm import LM, GenerationRequest, WrappedLM
 from flarebench.strategies.records import DRAFT, LMCall
 
 #: The most alternatives per token: what the OpenAI API serves. In-process they and the entropy
@@ -40,35 +40,13 @@ def widened(request: GenerationRequest, k: int) -> GenerationRequest:
     return dataclasses.replace(request, logprobs=True, top_logprobs=max(k, request.top_logprobs), entropy=True)
 
 
-class RecordTopK(LM):
+class RecordTopK(WrappedLM):
     """An LM whose draft calls carry their top-``k`` alternatives and entropies (see the module)."""
 
     def __init__(self, inner: LM, k: int):
         check_k(k)
-        self.inner = inner
+        super().__init__(inner)
         self.k = k
-        self.name = inner.name
-        self.supports_logprobs = inner.supports_logprobs
-        self.supports_logit_bias = inner.supports_logit_bias
-        self.supports_top_logprobs = inner.supports_top_logprobs
-        self.thread_safe = inner.thread_safe
 
     def _complete(self, request: GenerationRequest) -> LMCall:
-        r = widened(request, self.k)
-        return self.inner.generate(
-            r.prompt,
-            r.max_tokens,
-            r.stop,
-            r.logprobs,
-            r.purpose,
-            r.logit_bias,
-            r.stop_at_sentence,
-            r.top_logprobs,
-            r.entropy,
-        )
-
-    def describe(self) -> dict:
-        return self.inner.describe()
-
-    def close(self) -> None:
-        self.inner.close()
+        return self.forward(widened(request, self.k))

@@ -139,3 +139,36 @@ class LM(ABC):
 
     def close(self) -> None:
         """Release the model."""
+
+
+class WrappedLM(LM):
+    """An LM that serves its calls through another (``inner``): it offers what ``inner`` offers,
+    describes itself and closes as ``inner``; subclasses change what :meth:`_complete` does."""
+
+    def __init__(self, inner: LM):
+        self.inner = inner
+        self.name = inner.name
+        self.supports_logprobs = inner.supports_logprobs
+        self.supports_logit_bias = inner.supports_logit_bias
+        self.supports_top_logprobs = inner.supports_top_logprobs
+        self.thread_safe = inner.thread_safe
+
+    def forward(self, request: GenerationRequest) -> LMCall:
+        """``request`` served by ``inner``, timed there."""
+        return self.inner.generate(
+            request.prompt,
+            request.max_tokens,
+            request.stop,
+            request.logprobs,
+            request.purpose,
+            request.logit_bias,
+            request.stop_at_sentence,
+            request.top_logprobs,
+            request.entropy,
+        )
+
+    def describe(self) -> dict:
+        return self.inner.describe()
+
+    def close(self) -> None:
+        self.inner.close()
