@@ -408,6 +408,52 @@ def _scoring(args: argparse.Namespace, info: dict, run_json: Path):
         raise UserError(f"{run_json}: scoring.price: not a price record ({e})") from None
 
 
+def _agreement(args: argparse.Namespace) -> int:
+    """Print a faithfulness method's agreement with the labelled claims (bench/agreement.py)."""
+    import pandas as pd
+    from tqdm import tqdm
+
+    from flarebench.bench import agreement
+    from flarebench.bench.faithfulness import LEXICAL_METHOD, JudgeError, parse_judge
+    from flarebench.bench.report import format_table
+
+    try:
+        claims = agreement.load_claims(args.claims or agreement.CLAIMS, args.split)
+        judge = parse_judge(args.judge, args.judge_base_url)
+    except (agreement.AgreementError, JudgeError) as e:
+        raise UserError(str(e)) from None
+    if args.limit is not None:
+        claims = claims[: args.limit]
+    if not claims:
+        raise UserError(f"no labelled claim in the {args.split} split of {args.claims or agreement.CLAIMS}")
+    if judge is None:
+        method, verdicts = LEXICAL_METHOD, agreement.offline_verdicts(claims)
+    else:
+        method = judge.method
+        with tqdm(total=len(claims), desc=f"judging with {judge.model}", unit="claim", file=sys.stderr) as bar:
+            try:
+                verdicts = agreement.judge_verdicts(judge, claims, progress=bar.update)
+            except JudgeError as e:
+                raise UserError(str(e)) from None
+    result = agreement.measure(method, args.split, claims, verdicts)
+    print(result.line())
+    if result.undecided:
+        print(
+            f"no verdict on {result.undecided} of {len(claims)} claims "
+            "(the judge's reply did not parse or held no statement)"
+        )
+    kinds = pd.DataFrame(
+        [{"kind": k, "claims": n, "right": right, "share_right": right / n} for k, (right, n) in result.by_kind.items()]
+    )
+    print(format_table(kinds))
+    if args.errors:
+        by_id = {c.id: c for c in claims}
+        for cid in result.wrong:
+            c = by_id[cid]
+            print(f"{cid} ({'supported' if c.supported else 'unsupported'}, {c.kind}): {c.claim}")
+    return 0
+
+
 def _init(args: argparse.Namespace) -> int:
     from flarebench.bench.paths import PathError
     from flarebench.bench.scaffold import init
@@ -462,11 +508,15 @@ def _add_calibration_options(parser: argparse.ArgumentParser, budget_help: str) 
     )
 
 
-def _add_scoring_options(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("run_dir", metavar="RUN_DIR", help="a run folder (holding run.json and traces.jsonl)")
+def _add_judge_options(parser: argparse.ArgumentParser) -> None:
     for opt in RUN_OPTIONS:
         if opt.flag in ("--judge", "--judge-base-url"):
             parser.add_argument(opt.flag, **opt.argparse_kwargs())
+
+
+def _add_scoring_options(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("run_dir", metavar="RUN_DIR", help="a run folder (holding run.json and traces.jsonl)")
+    _add_judge_options(parser)
     parser.add_argument(
         "--prices",
         metavar="FILE",
@@ -592,6 +642,27 @@ def build_parser() -> argparse.ArgumentParser:
             "and a trace viewer. Works on a partial run too.",
         )
     )
+    agree = command(
+        "agreement",
+        _agreement,
+        "measure a faithfulness method's agreement with hand-labelled claims",
+        "Judge every claim of a split of the labelled claims (probes/faithfulness/claims.jsonl: supported "
+        "paraphrases and hard negatives over shipped corpora and a corpus of its own) with the offline method, or "
+        "with a judge endpoint (--judge openai:MODEL, scored with ragas's faithfulness metric: supported when every "
+        "statement it draws is), and print accuracy, the recall of unsupported claims and of supported paraphrases, "
+        "and the share right per kind of claim. The test split is the one reports quote.",
+    )
+    agree.add_argument(
+        "--split", choices=("test", "dev", "all"), default="test", help="which claims to judge (default: test)"
+    )
+    _add_judge_options(agree)
+    agree.add_argument(
+        "--claims",
+        metavar="FILE",
+        help="a labelled-claims file of your own, in the same format (default: the shipped one)",
+    )
+    agree.add_argument("--limit", type=int, metavar="N", help="judge only the first N claims of the split")
+    agree.add_argument("--errors", action="store_true", help="also list the claims the method got wrong")
     init = command(
         "init",
         _init,

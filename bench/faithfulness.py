@@ -4,9 +4,11 @@ Computed from traces alone (plus the probe set's corpus, to turn retrieved doc i
 so ``python -m flarebench score RUN_DIR`` recomputes it. Two methods, named in every row so that no one
 mistakes one for the other:
 
-* ``lexical-overlap`` (offline, the default): a claim is supported when one single sentence of one
-  retrieved passage holds at least :data:`LEXICAL_THRESHOLD` of the claim's content words and every
-  number of the claim (see :func:`lexical_support`).
+* ``lexical-slots`` (offline, the default): :func:`flarebench.bench.support.claim_supported`: the
+  claim's numbers, versions, ids and names must all be in one passage sentence (or a few adjacent
+  ones), attached as the claim attaches them (no swapped relation, environment or overridden
+  default, no flipped negation), with most of its other words; its agreement with hand-labelled
+  claims is measured by ``flarebench agreement`` (:mod:`flarebench.bench.agreement`).
 * ``ragas-faithfulness:openai:MODEL`` (when a judge LM is configured): ragas 0.4.3's faithfulness
   metric (``ragas.metrics.collections.Faithfulness``): the judge breaks the answer into statements,
   then gives a verdict per statement against the joined contexts.
@@ -29,7 +31,7 @@ hop included), each looked up in ``passages_by_id`` (``title`` and ``text``).
 where each row is::
 
     {"faithfulness": float | None,   # supported claims / claims, 0-1
-     "faithfulness_method": str,     # "lexical-overlap", "ragas-faithfulness:openai:MODEL", or "n/a: ..."
+     "faithfulness_method": str,     # "lexical-slots", "ragas-faithfulness:openai:MODEL", or "n/a: ..."
      "judge_parse_failures": int,    # judge replies that did not parse (0 for the offline method)
      "claims": int}                  # claims scored (the judge's statements with a judge)
 
@@ -68,7 +70,6 @@ out) and in the client built from it; it never reaches a row, a summary, a run c
 from __future__ import annotations
 
 import asyncio
-import functools
 import math
 import os
 import re
@@ -78,15 +79,14 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-import Stemmer
-
 from flarebench.bench.answers import split_items
+from flarebench.bench.support import METHOD as LEXICAL_METHOD
+from flarebench.bench.support import claim_supported, content_tokens
 from flarebench.strategies.records import Trace
 from flarebench.strategies.sentences import split_sentences
 
 __all__ = [
     "LEXICAL_METHOD",
-    "LEXICAL_THRESHOLD",
     "NO_CLAIMS",
     "NO_CONTEXT",
     "ERROR",
@@ -95,20 +95,13 @@ __all__ = [
     "answer_claims",
     "content_tokens",
     "faithfulness_rows",
-    "lexical_support",
     "parse_judge",
     "summarize_faithfulness",
 ]
 
-LEXICAL_METHOD = "lexical-overlap"
 NO_CONTEXT = "n/a: no context"
 NO_CLAIMS = "n/a: no claims"
 ERROR = "n/a: error"
-
-# Chosen on tests/fixtures/faithfulness_labelled.jsonl by one rule fixed beforehand: the best
-# accuracy on the grid 0.5, 0.6, ..., 1.0, ties to the lowest threshold (0.9 and 1.0 tie there at
-# 0.688; 0.8 gives 0.646). See the README, "Faithfulness".
-LEXICAL_THRESHOLD = 0.9
 
 # --------------------------------------------------------------------------------------------
 # Claims
@@ -145,75 +138,6 @@ def answer_claims(output: str) -> list[str]:
 def _judge_text(output: str) -> str:
     """What the judge reads: the whole output, search calls removed (the final answer is a claim too)."""
     return " ".join(_SEARCH_RE.sub(" ", output or "").split())
-
-
-# --------------------------------------------------------------------------------------------
-# Offline method: lexical overlap
-# --------------------------------------------------------------------------------------------
-
-# Lucene's English stop words (as bm25s uses them) less "no"/"not", which carry meaning here, plus
-# auxiliaries, pronouns and question words that carry none.
-STOPWORDS = frozenset(
-    "a an and are as at be but by for if in into is it of on or such that the their then there these "
-    "they this to was will with "
-    "am been being do does did has have had its it's which who whom whose what when where how why "
-    "also so than too very can could would should may might must shall he she his her hers him them "
-    "we our you your i me my s".split()
-)
-_TOKEN_RE = re.compile(r"[a-z0-9]+(?:[.\-:/][a-z0-9]+)*")
-
-
-@functools.lru_cache(maxsize=1)
-def _stemmer() -> Stemmer.Stemmer:
-    return Stemmer.Stemmer("porter")
-
-
-def content_tokens(text: str) -> set[str]:
-    """Content words of ``text``: lowercased, stop words removed, Porter-stemmed (PyStemmer, as
-    ``strategies/bm25.py``). A token holding a digit (a date, a version, an id such as ``INC-2291`` or
-    ``tw-north-1``) is kept whole and unstemmed; other hyphenated words are split into their parts."""
-    out: set[str] = set()
-    stem = _stemmer().stemWord
-    for tok in _TOKEN_RE.findall((text or "").lower()):
-        if any(ch.isdigit() for ch in tok):
-            out.add(tok.rstrip("."))
-            continue
-        for part in re.split(r"[.\-:/]", tok):
-            if len(part) > 1 and part not in STOPWORDS:
-                out.add(stem(part))
-    return out
-
-
-def _is_number(tok: str) -> bool:
-    return any(ch.isdigit() for ch in tok)
-
-
-@functools.lru_cache(maxsize=8192)
-def _units(text: str) -> tuple[frozenset[str], ...]:
-    """A passage's sentences (each line split into sentences) as content-token sets. Cached: the
-    same passages come back for many claims, and sentence splitting is the slow part."""
-    units = []
-    for line in (text or "").split("\n"):
-        if line.strip():
-            for s in split_sentences(line):
-                toks = content_tokens(s)
-                if toks:
-                    units.append(frozenset(toks))
-    return tuple(units)
-
-
-def lexical_support(claim: str, contexts: Iterable[str], threshold: float = LEXICAL_THRESHOLD) -> bool:
-    """Whether ``claim`` is supported by one sentence of one of ``contexts``: that sentence holds at
-    least ``threshold`` of the claim's content words, and every number of the claim."""
-    want = content_tokens(claim)
-    if not want:
-        return False
-    numbers = {t for t in want if _is_number(t)}
-    for ctx in contexts:
-        for unit in _units(ctx):
-            if numbers <= unit and len(want & unit) / len(want) >= threshold:
-                return True
-    return False
 
 
 # --------------------------------------------------------------------------------------------
@@ -482,7 +406,7 @@ def _lexical_row(trace: Trace, contexts: list[str]) -> dict[str, Any]:
     claims = answer_claims(trace.output)
     if not claims:
         return _row(None, NO_CLAIMS)
-    supported = sum(lexical_support(c, contexts) for c in claims)
+    supported = sum(claim_supported(c, contexts) for c in claims)
     return _row(supported / len(claims), LEXICAL_METHOD, 0, len(claims))
 
 

@@ -120,7 +120,7 @@ def summarize(
             frame[column] = pd.Series(values, index=frame.index, dtype=object)
     # An optional column no strategy has a value for is one this run cannot compute: left out.
     frame = frame.drop(columns=[c for c in OPTIONAL_COLUMNS if frame[c].isna().all()])
-    frame.attrs["notes"] = [s.settings(scoring) for s in ordered if s.settings] + [
+    frame.attrs["notes"] = [note for s in ordered if s.settings and (note := s.settings(scoring))] + [
         line for s in ordered if s.findings for line in s.findings(frame, scoring)
     ]
     best = oracle_row(scoring) if oracle else None

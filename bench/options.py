@@ -165,7 +165,7 @@ RUN_OPTIONS: tuple[Option, ...] = (
         "--judge",
         "judge LM for faithfulness: openai:MODEL on any OpenAI-compatible endpoint, scored with ragas's "
         "faithfulness metric; the key comes from JUDGE_API_KEY (else OPENAI_API_KEY) and is never recorded "
-        "(default: none, the offline lexical-overlap score)",
+        "(default: none, the offline lexical-slots score)",
         metavar="SPEC",
     ),
     Option(

@@ -26,7 +26,7 @@ EXAMPLES = Path(__file__).resolve().parents[1] / "reports" / "examples"
 STUDY = {
     "strategy": ["single_time", "flare_direct"],
     "faithfulness": [0.58, 0.84],
-    "faithfulness_method": ["lexical-overlap", "lexical-overlap"],
+    "faithfulness_method": ["lexical-slots", "lexical-slots"],
     "incomplete_rate": [0.37, 0.11],
     "triggered_share": [0.0, 0.42],
     "retrievals_when_triggered": [np.nan, 1.6],
@@ -188,7 +188,7 @@ def test_streaming_and_cost_rows_where_the_summary_has_them():
 
 def test_per_probe_rows_give_the_paired_intervals_of_the_deltas():
     rows = _runs()  # single_time and flare_direct on p1 (fired, 5 s) and p2 (1.5 s)
-    method = "lexical-overlap"
+    method = "lexical-slots"
     faithfulness = {
         ("single_time", "p1"): {"faithfulness": 0.5, "faithfulness_method": method, "judge_parse_failures": 0},
         ("single_time", "p2"): {

@@ -1,6 +1,8 @@
-"""Faithfulness (bench/faithfulness.py): claims, the offline lexical-overlap score and its agreement
-with a hand-labelled set, the no-context policy, judge configuration and key redaction, and the
-ragas path against a real local judge (``python -m llama_cpp.server`` with the embedded model)."""
+"""Faithfulness (bench/faithfulness.py): claims, the offline score on answers (its rules are in
+tests/test_support.py, its agreement in tests/test_agreement.py), the no-context policy, judge
+configuration and key redaction, and the ragas path, for answers and for ``flarebench agreement
+--judge``, against a scripted endpoint and a real local judge (``python -m llama_cpp.server`` with
+the embedded model)."""
 
 from __future__ import annotations
 
@@ -8,34 +10,25 @@ import importlib.util
 import json
 import os
 import time
-from pathlib import Path
 
 import pytest
 
+from flarebench.bench import agreement
+from flarebench.bench.cli import main
 from flarebench.bench.faithfulness import (
     LEXICAL_METHOD,
-    LEXICAL_THRESHOLD,
     NO_CLAIMS,
     NO_CONTEXT,
     Judge,
     JudgeError,
     answer_claims,
-    content_tokens,
     faithfulness_rows,
-    lexical_support,
     parse_judge,
     summarize_faithfulness,
 )
+from flarebench.bench.support import claim_supported, content_tokens
 from flarebench.strategies.records import FIRST_HOP, LOW_CONFIDENCE, Retrieval, Step, Trace
 from tests import servers
-
-ROOT = Path(__file__).resolve().parent.parent
-LABELLED = ROOT / "tests" / "fixtures" / "faithfulness_labelled.jsonl"
-
-# Measured on the labelled set when the threshold was chosen (accuracy 0.688, recall on
-# "unsupported" 0.957); the floors sit a little below so that a regression fails, not noise.
-ACCURACY_FLOOR = 0.65
-UNSUPPORTED_RECALL_FLOOR = 0.85
 
 AIDA = (
     "# Aida Wang\n\n## Family\nThe mother of Aida Wang is Shelli Beltran.\nThe father of Aida Wang is "
@@ -46,15 +39,6 @@ PASSAGES = {
     "aida-wang": {"title": "Aida Wang", "text": AIDA},
     "dino-beltran": {"title": "Dino Beltran", "text": "The wife of Dino Beltran is Shelli Beltran."},
 }
-
-
-def _corpus() -> dict[str, dict]:
-    out = {}
-    for name in ("phantomwiki", "engdocs"):
-        for line in (ROOT / "probes" / name / "corpus.jsonl").read_text().splitlines():
-            d = json.loads(line)
-            out[d["id"]] = d
-    return out
 
 
 def _trace(strategy: str, probe_id: str, output: str, doc_ids: list[list[str]], error: str | None = None) -> Trace:
@@ -76,7 +60,7 @@ def _trace(strategy: str, probe_id: str, output: str, doc_ids: list[list[str]], 
 
 
 # ------------------------------------------------------------------------------------------
-# Claims and the lexical rule
+# Claims and the offline score
 # ------------------------------------------------------------------------------------------
 
 
@@ -94,7 +78,7 @@ def test_an_unsupported_final_answer_lowers_faithfulness():
     # Every sentence before it is supported, but the stated answer is not in any passage: not 1.0.
     out = "The mother of Aida Wang is Shelli Beltran. So the answer is Daisy Pike."
     claims = answer_claims(out)
-    assert [lexical_support(c, [AIDA]) for c in claims] == [True, False]
+    assert [claim_supported(c, [AIDA]) for c in claims] == [True, False]
 
 
 def test_a_lone_final_answer_is_its_answer_part():
@@ -109,7 +93,7 @@ def test_claims_drop_search_markers_and_empty_sentences():
 
 def test_content_tokens_keep_numbers_whole_and_stem_words():
     toks = content_tokens("Aida Wang was born on 0295-05-30 in tw-north-1; the brothers are not here.")
-    assert {"0295-05-30", "tw-north-1", "brother", "not", "aida"} <= toks
+    assert {"0295-05-30", "tw-north-1", "brother", "aida"} <= toks
     assert "the" not in toks and "was" not in toks
 
 
@@ -123,7 +107,7 @@ def test_content_tokens_keep_numbers_whole_and_stem_words():
     ],
 )
 def test_supported_claims(claim):
-    assert lexical_support(claim, [AIDA])
+    assert claim_supported(claim, [AIDA])
 
 
 @pytest.mark.parametrize(
@@ -132,17 +116,22 @@ def test_supported_claims(claim):
         "The father of Aida Wang is Shelli Beltran.",  # right entities, wrong relation
         "The date of birth of Aida Wang is 0295-05-31.",  # wrong date: every number must match
         "The mother of Aida Wang is Daisy Beltran.",  # swapped name
-        "The occupation of Aida Wang is actuary.",
         "Aida Wang lives in Lisbon.",
     ],
 )
 def test_unsupported_claims(claim):
-    assert not lexical_support(claim, [AIDA])
+    assert not claim_supported(claim, [AIDA])
+
+
+def test_an_attribute_of_another_person_in_the_passages_is_not_support():
+    shelli = "Shelli Beltran\nThe occupation of Shelli Beltran is actuary."
+    assert not claim_supported("The occupation of Aida Wang is actuary.", [AIDA, shelli])
+    assert claim_supported("Shelli Beltran works as an actuary.", [AIDA, shelli])
 
 
 def test_support_needs_one_sentence_not_the_whole_context():
     # Every word is somewhere in the contexts, but no one sentence says it.
-    assert not lexical_support("The father of Aida Wang is Shelli Beltran.", [AIDA, PASSAGES["dino-beltran"]["text"]])
+    assert not claim_supported("The father of Aida Wang is Shelli Beltran.", [AIDA, PASSAGES["dino-beltran"]["text"]])
 
 
 # ------------------------------------------------------------------------------------------
@@ -205,51 +194,6 @@ def test_empty_retrievals_errors_and_claimless_outputs():
 def test_unknown_doc_id_is_an_error_that_names_it():
     with pytest.raises(KeyError, match="gone-doc"):
         faithfulness_rows([_trace("single_time", "p1", "A is B.", [["gone-doc"]])], PASSAGES)
-
-
-# ------------------------------------------------------------------------------------------
-# Agreement with the hand-labelled set
-# ------------------------------------------------------------------------------------------
-
-
-def _agreement(threshold: float = LEXICAL_THRESHOLD) -> dict[str, float]:
-    corpus = _corpus()
-    items = [json.loads(line) for line in LABELLED.read_text().splitlines() if line.strip()]
-    tp = fp = tn = fn = 0
-    for it in items:
-        contexts = [f"{corpus[d]['title']}\n{corpus[d]['text']}" for d in it["doc_ids"]]
-        said = lexical_support(it["claim"], contexts, threshold)
-        if it["supported"]:
-            tp, fn = tp + said, fn + (not said)
-        else:
-            fp, tn = fp + said, tn + (not said)
-    return {
-        "n": len(items),
-        "accuracy": (tp + tn) / len(items),
-        "unsupported_precision": tn / (tn + fn) if tn + fn else 0.0,
-        "unsupported_recall": tn / (tn + fp) if tn + fp else 0.0,
-    }
-
-
-def test_labelled_set_is_well_formed():
-    corpus = _corpus()
-    items = [json.loads(line) for line in LABELLED.read_text().splitlines() if line.strip()]
-    assert len(items) >= 40
-    assert {type(it["supported"]) for it in items} == {bool}
-    assert 0.3 < sum(it["supported"] for it in items) / len(items) < 0.7
-    for it in items:
-        assert set(it) == {"claim", "doc_ids", "supported", "note"}
-        assert it["doc_ids"] and all(d in corpus for d in it["doc_ids"]), it
-    docs = {d for it in items for d in it["doc_ids"]}
-    assert any(d.startswith(("svc-", "pol-", "rel-")) for d in docs)  # engdocs
-    assert any("-" in d and not d.startswith(("svc-", "pol-", "rel-")) for d in docs)  # phantomwiki
-
-
-def test_lexical_agreement_with_the_labelled_set():
-    got = _agreement()
-    print(f"lexical-overlap on {got['n']} labelled claims: {got}")
-    assert got["accuracy"] >= ACCURACY_FLOOR
-    assert got["unsupported_recall"] >= UNSUPPORTED_RECALL_FLOOR
 
 
 # ------------------------------------------------------------------------------------------
@@ -489,3 +433,52 @@ def test_ragas_path_against_a_local_judge(local_judge_url, json_mode, monkeypatc
     assert summary["single_time"]["judge_parse_failures"] == row["judge_parse_failures"]
     assert SECRET not in json.dumps([{f"{k[0]}/{k[1]}": v for k, v in rows.items()}, summary, judge.describe()])
     assert os.environ.get("RAGAS_DO_NOT_TRACK") == "true"
+
+
+# ------------------------------------------------------------------------------------------
+# flarebench agreement --judge: a judge's agreement with the labelled claims
+# ------------------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("mode", ["good", "garbage"])
+def test_judge_agreement_with_a_scripted_endpoint(mode, monkeypatch, capsys):
+    """Against the scripted judge ("good": of its two statements only the first is supported, so no
+    claim gets a full score and every verdict is "unsupported"; "garbage": no reply parses, so no
+    claim gets a verdict), the command's figures follow from the labels; the key is never printed."""
+    _needs_ragas()
+    fake = _FakeJudge(mode)
+    monkeypatch.setenv("JUDGE_API_KEY", SECRET)
+    try:
+        code = main(["agreement", "--judge", "openai:fake", "--judge-base-url", fake.url, "--limit", "4"])
+    finally:
+        fake.close()
+    out = capsys.readouterr()
+    assert code == 0
+    claims = agreement.load_claims()[:4]
+    if mode == "good":
+        got = agreement.measure("ragas-faithfulness:openai:fake", "test", claims, [False] * 4)
+        assert got.line() in out.out
+        assert got.unsupported_recall in (None, 1.0) and got.supported_recall in (None, 0.0)
+    else:
+        assert "no claim of the test split got a verdict" in out.out
+        assert "no verdict on 4 of 4 claims" in out.out
+    assert "ragas-faithfulness:openai:fake" in out.out
+    assert SECRET not in out.out + out.err
+
+
+@pytest.mark.model
+def test_judge_agreement_against_a_local_judge(local_judge_url, monkeypatch, capsys):
+    """`flarebench agreement --judge` end to end against llama_cpp.server: every claim gets a verdict
+    or is counted as undecided, and the figures are those of the verdicts given."""
+    _needs_ragas()
+    monkeypatch.setenv("JUDGE_JSON_MODE", "json_schema")
+    code = main(["agreement", "--judge", "openai:smollm2", "--judge-base-url", local_judge_url, "--limit", "2"])
+    out = capsys.readouterr().out
+    print(out)
+    assert code == 0
+    assert "ragas-faithfulness:openai:smollm2" in out
+    decided = 2 - int(out.split("no verdict on ")[1].split(" ")[0]) if "no verdict on" in out else 2
+    if decided:
+        assert f"split of the labelled claims ({decided})" in out
+    else:
+        assert "no claim of the test split got a verdict" in out

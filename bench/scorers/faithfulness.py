@@ -9,8 +9,27 @@ from __future__ import annotations
 
 from typing import Any
 
-from flarebench.bench.faithfulness import summarize_faithfulness
-from flarebench.bench.scorers.registry import HIGHER, LOWER, Column, Group, scorer
+from flarebench.bench.agreement import OFFLINE_TEST
+from flarebench.bench.faithfulness import LEXICAL_METHOD, summarize_faithfulness
+from flarebench.bench.scorers.registry import HIGHER, LOWER, Column, Group, Scoring, scorer
+
+
+def method_note(scoring: Scoring) -> str:
+    """Which faithfulness method scored the run, and how far to trust it: the offline method's
+    measured agreement with the labelled claims, or how to measure a judge's ("" when not scored)."""
+    rows = scoring.faithfulness or {}
+    methods = sorted({r["faithfulness_method"] for r in rows.values()} - {LEXICAL_METHOD})
+    judged = [m for m in methods if not m.startswith("n/a")]
+    offline = f"{OFFLINE_TEST.line()} (flarebench agreement)"
+    if judged:
+        return (
+            f"faithfulness: {', '.join(judged)}: a judge LM; its agreement with the labelled claims is not measured "
+            f"by a run: flarebench agreement --judge {judged[0].split(':', 1)[1]} measures it (the offline method, "
+            f"for comparison: {offline})"
+        )
+    if not rows:
+        return ""  # not scored: the columns are empty and need no note
+    return f"faithfulness: {offline}; a judged figure: flarebench score RUN_DIR --judge openai:MODEL"
 
 
 @scorer(
@@ -29,8 +48,9 @@ from flarebench.bench.scorers.registry import HIGHER, LOWER, Column, Group, scor
     ),
     Column(
         "faithfulness_method",
-        "How faithfulness was scored: lexical-overlap (offline: a claim is supported when one "
-        "sentence of one retrieved passage holds >= 90% of its content words and all its numbers), "
+        "How faithfulness was scored: lexical-slots (offline: a claim is supported when one retrieved "
+        "passage sentence, or a few adjacent ones, holds all its numbers, versions, ids and names, attached "
+        "as the claim attaches them, and most of its other words; its measured agreement is in the notes), "
         "ragas-faithfulness:openai:MODEL (a judge LM), or n/a: no context.",
     ),
     Column(
@@ -40,6 +60,7 @@ from flarebench.bench.scorers.registry import HIGHER, LOWER, Column, Group, scor
         better=LOWER,
     ),
     order=40,
+    settings=method_note,
 )
 def faithfulness(g: Group) -> dict[str, Any]:
     """:func:`flarebench.bench.faithfulness.summarize_faithfulness` over this strategy's probes; every

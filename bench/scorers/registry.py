@@ -204,7 +204,7 @@ def scorer(
     scorers'; no two scorers share one. ``per_probe`` adds values to each probe's row. ``needs``
     names the row columns the function cannot do without (a summary of rows lacking one is refused
     by name). ``settings(scoring)`` gives one note line saying what the columns were scored with (a
-    price, a reference); ``findings(summary, scoring)`` gives the lines a reader must not miss.
+    price, a reference; "" for none); ``findings(summary, scoring)`` gives the lines a reader must not miss.
     Settings notes come before findings, each in scorer order. The decorator returns the
     :class:`Scorer`, named after the function.
     """
