@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import shlex
 import sys
 from pathlib import Path
@@ -696,7 +697,9 @@ def main(argv: list[str] | None = None) -> int:
     try:
         if args.func in (_run, _compare, _sweep, _calibrate):
             _with_settings(args)
-        return args.func(args)
+        code = args.func(args)
+        sys.stdout.flush()  # inside the try: a reader gone away (`| head`) surfaces here, not at exit
+        return code
     except UserError as e:
         print(f"flarebench: {e}", file=sys.stderr)
         return 2
@@ -706,6 +709,9 @@ def main(argv: list[str] | None = None) -> int:
     except LMUnavailable as e:  # the LM server went away: the run stopped, resumable
         print(f"flarebench: {e}; {RESUME_HINT}", file=sys.stderr)
         return 3
+    except BrokenPipeError:  # the reader went away (`| head`): not the user's mistake, no traceback
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        return 1
 
 
 if __name__ == "__main__":

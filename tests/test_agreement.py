@@ -116,3 +116,17 @@ def test_an_empty_selection_and_a_missing_file_are_user_errors(tmp_path, capsys)
     assert "no labelled claim in the dev split" in capsys.readouterr().err
     assert main(["agreement", "--claims", str(tmp_path / "gone.jsonl")]) == 2
     assert "gone.jsonl:0: (file):" in capsys.readouterr().err
+
+
+def test_a_reader_that_goes_away_gets_no_traceback():
+    import subprocess
+    import sys
+
+    proc = subprocess.run(
+        f"{sys.executable} -m flarebench agreement --split all --errors | true",
+        shell=True,
+        capture_output=True,
+        text=True,
+        check=False,
+    )
+    assert "Traceback" not in proc.stderr and "BrokenPipe" not in proc.stderr, proc.stderr
