@@ -568,7 +568,9 @@ def _states(part: _Part, unit: _Unit, rivals: dict[str, frozenset[str]]) -> bool
     )
 
 
+@functools.lru_cache(maxsize=256)
 def _context(texts: tuple[str, ...]) -> _Context:
+    """The passages one answer's claims are judged against, analysed once for all of its claims."""
     passages = tuple(_passage(t) for t in texts)
     named = Counter(w for p in passages for w in p.title.words)
     return _Context(
