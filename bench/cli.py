@@ -16,7 +16,7 @@ import shlex
 import sys
 from pathlib import Path
 
-from flarebench.bench.options import DEFAULTS_NOTE, RUN_OPTIONS
+from flarebench.bench.options import DEFAULTS_NOTE, PLUGIN, RUN_OPTIONS
 from flarebench.bench.runner import RESUME_HINT
 from flarebench.strategies.lm import LMUnavailable
 
@@ -480,6 +480,8 @@ def _add_run_options(parser: argparse.ArgumentParser, helps: dict[str, str] | No
     """The run options, with ``helps`` replacing the help text of some (by flag)."""
     parser.epilog = DEFAULTS_NOTE
     for opt in RUN_OPTIONS:
+        if opt is PLUGIN:  # added with the command
+            continue
         kwargs = opt.argparse_kwargs()
         kwargs["help"] = (helps or {}).get(opt.flag, kwargs["help"])
         parser.add_argument(opt.flag, **kwargs)
@@ -537,6 +539,7 @@ def build_parser() -> argparse.ArgumentParser:
     def command(name: str, func, help: str, description: str) -> argparse.ArgumentParser:
         parser = sub.add_parser(name, help=help, description=description)
         parser.set_defaults(func=func)
+        parser.add_argument(PLUGIN.flag, **PLUGIN.argparse_kwargs())  # every command takes --plugin
         return parser
 
     run = command(
@@ -692,11 +695,21 @@ def _with_settings(args: argparse.Namespace) -> None:
         setattr(args, dest, value)
 
 
+def _load_plugins(refs: list[str] | None) -> None:
+    from flarebench.strategies import plugins
+
+    try:
+        plugins.load_all(refs)
+    except plugins.PluginError as e:
+        raise UserError(str(e)) from None
+
+
 def main(argv: list[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
     try:
         if args.func in (_run, _compare, _sweep, _calibrate):
             _with_settings(args)
+        _load_plugins(args.plugin)
         code = args.func(args)
         sys.stdout.flush()  # inside the try: a reader gone away (`| head`) surfaces here, not at exit
         return code

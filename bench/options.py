@@ -48,7 +48,17 @@ class Option:
         return kw
 
 
+#: --plugin, which every flarebench command takes (not only the run commands).
+PLUGIN = Option(
+    "--plugin",
+    "import a plugin for this run: a module name or a FILE.py whose @register (strategies), @register_lm or "
+    "@register_retriever classes become available by name; repeatable (installed plugins' entry points need none)",
+    repeatable=True,
+    metavar="MODULE|FILE.py",
+)
+
 RUN_OPTIONS: tuple[Option, ...] = (
+    PLUGIN,
     Option(
         "--strategy",
         "strategy spec: NAME or NAME:key=value,...; repeat for several; 'all' = every "

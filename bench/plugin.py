@@ -61,6 +61,13 @@ def pytest_configure(config: pytest.Config) -> None:
         raise pytest.UsageError(str(e)) from None
     config.stash[_OPTIONS], config.stash[_SOURCES] = values, sources
     config.args = [_bench_arg(arg, config.invocation_params.dir) for arg in config.args]
+    # Plugins first: their strategies, LMs and retrievers are named by the options checked below.
+    from flarebench.strategies import plugins
+
+    try:
+        plugins.load_all(values["plugin"])
+    except plugins.PluginError as e:
+        raise pytest.UsageError(str(e)) from None
     # A bad --strategy is a usage error, reported before anything is collected or loaded.
     if values["strategy"]:
         from flarebench.strategies.registry import SpecError, expand, parse_spec
@@ -151,16 +158,11 @@ def bench_session(request: pytest.FixtureRequest):
 @pytest.fixture
 def run_spec(request: pytest.FixtureRequest, bench_session):
     """Run a strategy spec on the session's probes with live progress (output capture paused)."""
-    from flarebench.bench.runner import StrategyRefused
-
     capman = request.config.pluginmanager.getplugin("capturemanager")
 
     def run(spec: str):
-        try:
-            with capman.global_and_fixture_disabled(), _stop_if_lm_unreachable():
-                return bench_session.run(spec)
-        except StrategyRefused as e:
-            pytest.fail(str(e), pytrace=False)
+        with capman.global_and_fixture_disabled(), _stop_if_lm_unreachable():
+            return bench_session.run(spec)
 
     return run
 
@@ -214,13 +216,8 @@ def bench_gate(request: pytest.FixtureRequest, bench_session):
             return
         if gating.reference not in bench_session.results:
             # The reference was deselected (-k) or has not run yet: its latency is needed now.
-            from flarebench.bench.runner import StrategyRefused
-
-            try:
-                with capman.global_and_fixture_disabled(), _stop_if_lm_unreachable():
-                    bench_session.run(gating.reference)
-            except StrategyRefused:
-                pass  # reported below as a reference that did not run
+            with capman.global_and_fixture_disabled(), _stop_if_lm_unreachable():
+                bench_session.run(gating.reference)
         lines = gating.check(spec, bench_session.summary())
         gating.write_verdicts(bench_session.run_dir)
         if lines:

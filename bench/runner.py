@@ -13,8 +13,10 @@ from concurrent.futures import ThreadPoolExecutor, as_completed
 from pathlib import Path
 
 from flarebench.strategies.base import Strategy
+from flarebench.strategies.capabilities import describe
 from flarebench.strategies.lm import LM, LMUnavailable
 from flarebench.strategies.records import Trace
+from flarebench.strategies.registry import BUILTIN, get, parse_spec
 from flarebench.strategies.retriever import Retriever
 
 TRACES = "traces.jsonl"
@@ -103,19 +105,35 @@ class StrategyRefused(RuntimeError):
     """A strategy cannot run on this backend at all (e.g. FLARE direct without logprobs)."""
 
 
+def refusal(strategies: dict[str, Strategy], lm: LM) -> str | None:
+    """One line naming each spec whose needs ``lm`` does not offer, what is missing, and the
+    built-in strategies that would run on it; None when every spec can run."""
+    offers = lm.offers()
+    refused = {spec: s.needs() - offers for spec, s in strategies.items() if not s.needs() <= offers}
+    if not refused:
+        return None
+    what = "; ".join(f"{spec} needs {describe(missing)}" for spec, missing in refused.items())
+    return f"{what}, which {lm.name} does not offer; these would run on it: {', '.join(runnable(offers))}"
+
+
+def runnable(offers: frozenset[str]) -> list[str]:
+    """The built-in strategies, with default parameters, that need no more than ``offers``; a
+    strategy with a confidence trigger also as ``NAME:trigger=self_check`` (which needs no logprobs)."""
+    out = []
+    for name in BUILTIN:
+        if get(name)().needs() <= offers:
+            out.append(name)
+        elif hasattr(get(name), "gate_trigger") and parse_spec(f"{name}:trigger=self_check").needs() <= offers:
+            out.append(f"{name}:trigger=self_check")
+    return out
+
+
 def check_compatible(spec: str, strategy: Strategy, lm: LM) -> None:
-    """Refuse, with a message naming the alternative, a strategy the LM cannot serve."""
-    if strategy.needs_logprobs and not lm.supports_logprobs:
-        raise StrategyRefused(
-            f"{spec} needs per-token logprobs, which {lm.name} does not return; "
-            "use flare_instruct or fixed_interval with this backend"
-            + (f", or {strategy.name}:trigger=self_check" if hasattr(strategy, "gate_trigger") else "")
-        )
-    if strategy.needs_top_logprobs and not getattr(lm, "supports_top_logprobs", False):
-        raise StrategyRefused(
-            f"{spec} needs per-token top logprobs, which {lm.name} does not return; "
-            "use a trigger that needs none (min_prob, mean_logprob, self_check)"
-        )
+    """Refuse (StrategyRefused), in one line naming what is missing and what would run instead, a
+    strategy the LM cannot serve."""
+    why = refusal({spec: strategy}, lm)
+    if why:
+        raise StrategyRefused(why)
 
 
 def run_probe(spec: str, strategy: Strategy, probe, lm: LM, retriever: Retriever) -> Trace:

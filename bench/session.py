@@ -25,8 +25,9 @@ from flarebench.bench.config import command_line, fingerprint, first_difference,
 from flarebench.bench.gate import GateError, Gating
 from flarebench.bench.report import format_table, is_comparison, summary_frame, write_atomic, write_summary
 from flarebench.bench.runlock import LOCK, LockHeld, RunLock
-from flarebench.bench.runner import TRACES, TraceError, TraceLog, run_strategy
+from flarebench.bench.runner import TRACES, TraceError, TraceLog, refusal, run_strategy
 from flarebench.probes.load import SHIPPED_DIR, ProbeError, load_probe_set
+from flarebench.strategies import plugins
 from flarebench.strategies.backends import lm_class, make_lm, make_retriever
 from flarebench.strategies.base import LONG_ANSWER_DEFAULTS
 from flarebench.strategies.lm import LMError, LMUnavailable
@@ -57,6 +58,7 @@ class BenchSession:
     """One run of one or more strategy specs over one probe set."""
 
     strategy: list[str] | None = None
+    plugin: list[str] | None = None  # --plugin: modules or files imported before the specs are read
     probes: str = "phantomwiki"
     probes_format: str = "auto"
     limit: int | None = None
@@ -96,6 +98,10 @@ class BenchSession:
             raise ConfigError(f"--limit must be >= 1, got {self.limit}")
         # Every path option is checked first: a wrong one fails in one line before anything loads.
         self._check_paths()
+        try:
+            plugins.load_all(self.plugin)
+        except plugins.PluginError as e:
+            raise ConfigError(str(e)) from None
         try:
             lm_thread_safe = lm_class(self.lm).thread_safe
         except LMError as e:
@@ -208,6 +214,9 @@ class BenchSession:
                 )
             # Outside the cache: a draft's cache key is that of the widened request.
             self.lm_backend = RecordTopK(self.lm_backend, self.record_topk)
+        # A strategy the LM cannot serve is refused before the run folder is opened.
+        if why := refusal(self.strategies, self.lm_backend):
+            raise ConfigError(why)
         self.config = self._config()
         self.price = price_for(self.config["lm"].get("name", self.lm), self.prices)
         try:
@@ -337,6 +346,8 @@ class BenchSession:
         }
         if self.option_sources:
             info["option_sources"] = self.option_sources
+        if self.plugin:
+            info["plugins"] = self.plugin
         if self.study:
             info["study"] = self.study
         if self.disk_cache is not None:

@@ -1,16 +1,60 @@
-"""Backend specs: ``--lm`` and ``--retriever`` strings turned into LM and Retriever objects."""
+"""Backend specs: ``--lm`` and ``--retriever`` strings turned into LM and Retriever objects.
+
+Besides the built-ins, ``--lm NAME:ARG`` and ``--retriever NAME`` reach a plugin's backends
+(:mod:`flarebench.strategies.plugins`): registered with :func:`register_lm` or
+:func:`register_retriever` by a ``--plugin`` module, or declared as an installed entry point.
+"""
 
 from __future__ import annotations
 
 import importlib.util
 import os
+from collections.abc import Callable
 from pathlib import Path
+from typing import TypeVar
 
+from flarebench.strategies import plugins
 from flarebench.strategies.lm import LM, LMError
 from flarebench.strategies.retriever import CorpusDoc, Retriever, cache_root
 
 LM_SPECS = "llamacpp:smollm2, llamacpp:gemma3-270m, llamacpp:PATH.gguf, openai:MODEL"
 RETRIEVER_SPECS = "bm25s, pyserini"
+
+_LMS: dict[str, type[LM]] = {}
+_RETRIEVERS: dict[str, type[Retriever]] = {}
+_ORIGINS: dict[str, str] = {}  # "lm NAME" / "retriever NAME" -> where it was registered from
+T = TypeVar("T")
+
+
+def register_lm(name: str) -> Callable[[type[LM]], type[LM]]:
+    """Class decorator: ``--lm NAME:ARG`` builds this LM subclass as ``cls(ARG)``."""
+    return _registrar(_LMS, "LM", name)
+
+
+def register_retriever(name: str) -> Callable[[type[Retriever]], type[Retriever]]:
+    """Class decorator: ``--retriever NAME`` builds this Retriever subclass as ``cls(corpus)``."""
+    return _registrar(_RETRIEVERS, "retriever", name)
+
+
+def _registrar(table: dict, kind: str, name: str) -> Callable[[T], T]:
+    def deco(cls: T) -> T:
+        plugins.add(table, _ORIGINS, kind, name, cls)
+        return cls
+
+    return deco
+
+
+def _plugin(table: dict, group: str, kind: str, base: type, name: str) -> type | None:
+    """The plugin class registered as ``name``, importing an installed entry point if need be."""
+    if name not in table:
+        found = plugins.entry_point(group, name)
+        if found is None:
+            return None
+        if not (isinstance(found, type) and issubclass(found, base)):
+            raise plugins.PluginError(f"entry point {group}:{name} names {found!r}, not a {base.__name__} subclass")
+        if name not in table:
+            _registrar(table, kind, name)(found)
+    return table[name]
 
 
 def _package_dir(module: str, install_hint: str) -> Path:
@@ -52,7 +96,14 @@ def lm_class(spec: str) -> type[LM]:
         from flarebench.strategies.llamacpp import LlamaCppLM
 
         return LlamaCppLM
-    raise LMError(f"unknown LM spec {spec!r}; known: {LM_SPECS}")
+    try:
+        found = _plugin(_LMS, plugins.LMS, "LM", LM, kind) if kind not in ("openai", "llamacpp") else None
+    except plugins.PluginError as e:
+        raise LMError(str(e)) from None
+    if found is not None:
+        return found
+    known = ", ".join([LM_SPECS, *(f"{n}:ARG" for n in sorted({*_LMS, *plugins.entry_point_names(plugins.LMS)}))])
+    raise LMError(f"unknown LM spec {spec!r}; known: {known}")
 
 
 def make_lm(
@@ -97,6 +148,10 @@ def make_lm(
     given = [flag for flag, value in endpoint.items() if value is not None]
     if given:
         raise LMError(f"{', '.join(given)} only apply to --lm openai:MODEL, not {spec}")
+    if kind != "llamacpp":  # a plugin's LM
+        lm = cls(arg)
+        lm.name = spec
+        return lm
     return cls(MODELS[arg]() if arg in MODELS else Path(arg), name=spec)
 
 
@@ -111,4 +166,8 @@ def make_retriever(spec: str, corpus: list[CorpusDoc]) -> Retriever:
         from flarebench.strategies.lucene import LuceneRetriever
 
         return LuceneRetriever(corpus)
-    raise ValueError(f"unknown retriever spec {spec!r}; known: {RETRIEVER_SPECS}")
+    found = _plugin(_RETRIEVERS, plugins.RETRIEVERS, "retriever", Retriever, spec)
+    if found is not None:
+        return found(corpus)
+    known = ", ".join([RETRIEVER_SPECS, *sorted({*_RETRIEVERS, *plugins.entry_point_names(plugins.RETRIEVERS)})])
+    raise ValueError(f"unknown retriever spec {spec!r}; known: {known}")

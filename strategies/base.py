@@ -36,10 +36,6 @@ class Strategy(ABC):
     """
 
     name: ClassVar[str] = "strategy"
-    #: Whether the strategy needs per-token logprobs from the LM.
-    needs_logprobs: ClassVar[bool] = False
-    #: Whether it also needs per-token alternatives (``top_logprobs``) or entropies.
-    needs_top_logprobs: ClassVar[bool] = False
 
     #: Documents per retrieval (the harness compares strategies at equal k).
     k: int = 3
@@ -81,6 +77,12 @@ class Strategy(ABC):
     def request_sha256(self) -> str:
         """The hash of :meth:`request_shape` recorded in the run configuration."""
         return hashlib.sha256(json.dumps(self.request_shape(), sort_keys=True).encode()).hexdigest()
+
+    def needs(self) -> frozenset[str]:
+        """The capabilities this strategy needs of its LM (names of
+        :mod:`flarebench.strategies.capabilities`); the run refuses a backend that does not offer
+        them all. None by default: plain text completion."""
+        return frozenset()
 
     def budget_knob(self) -> Knob | None:
         """The parameter that sets how often this strategy retrieves, or None when none does."""

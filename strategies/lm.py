@@ -8,6 +8,7 @@ import time
 from abc import ABC, abstractmethod
 from dataclasses import dataclass, field
 
+from flarebench.strategies.capabilities import CHAT, LOGIT_BIAS, LOGPROBS, TOOLS, TOP_LOGPROBS
 from flarebench.strategies.records import LMCall
 
 
@@ -96,6 +97,10 @@ class LM(ABC):
     supports_top_logprobs: bool = False
     #: Whether ``logit_bias`` is honoured.
     supports_logit_bias: bool = False
+    #: Whether the model can be given tools and returns its tool calls.
+    supports_tools: bool = False
+    #: Whether requests go to the model as chat messages (an endpoint's chat API).
+    supports_chat: bool = False
     #: Whether several threads may call :meth:`generate` at once (``--concurrency`` > 1).
     thread_safe: bool = False
 
@@ -133,6 +138,18 @@ class LM(ABC):
     def _complete(self, request: GenerationRequest) -> LMCall:
         """Serve one request; ``seconds`` is filled in by :meth:`generate`."""
 
+    def offers(self) -> frozenset[str]:
+        """The capabilities this LM serves (names of :mod:`flarebench.strategies.capabilities`),
+        compared with a strategy's :meth:`~flarebench.strategies.base.Strategy.needs`."""
+        flags = {
+            LOGPROBS: self.supports_logprobs,
+            TOP_LOGPROBS: self.supports_top_logprobs,
+            LOGIT_BIAS: self.supports_logit_bias,
+            TOOLS: self.supports_tools,
+            CHAT: self.supports_chat,
+        }
+        return frozenset(name for name, offered in flags.items() if offered)
+
     def describe(self) -> dict:
         """What identifies this model in run.json (name, file, sha256, settings)."""
         return {"name": self.name}
@@ -151,6 +168,8 @@ class WrappedLM(LM):
         self.supports_logprobs = inner.supports_logprobs
         self.supports_logit_bias = inner.supports_logit_bias
         self.supports_top_logprobs = inner.supports_top_logprobs
+        self.supports_tools = inner.supports_tools
+        self.supports_chat = inner.supports_chat
         self.thread_safe = inner.thread_safe
 
     def forward(self, request: GenerationRequest) -> LMCall:

@@ -111,6 +111,7 @@ class OpenAILM(LM):
         self.supports_logprobs = self.capabilities.logprobs
         self.supports_logit_bias = self.capabilities.logit_bias
         self.supports_top_logprobs = self.capabilities.top_logprobs
+        self.supports_chat = self.capabilities.api == "chat"
 
     # -- transport ---------------------------------------------------------------------------------
 

@@ -1,6 +1,8 @@
 """The strategy registry: ``@register("name")`` on a Strategy class, lookup by name or spec.
 
-A spec is ``name`` or ``name:key=value,key=value`` (e.g. ``flare_direct:theta=0.6,k=5``).
+A spec is ``name`` or ``name:key=value,key=value`` (e.g. ``flare_direct:theta=0.6,k=5``). Besides
+the built-ins, a name may come from a plugin (:mod:`flarebench.strategies.plugins`): an installed
+entry point, imported when its name is first asked for, or a ``--plugin`` module.
 """
 
 from __future__ import annotations
@@ -12,9 +14,11 @@ import typing
 from collections.abc import Callable
 from typing import Any, Literal
 
+from flarebench.strategies import plugins
 from flarebench.strategies.base import Strategy
 
 _REGISTRY: dict[str, type[Strategy]] = {}
+_ORIGINS: dict[str, str] = {}  # name -> where it was registered from, for the "registered twice" error
 
 
 class SpecError(ValueError):
@@ -25,28 +29,40 @@ def register(name: str) -> Callable[[type[Strategy]], type[Strategy]]:
     """Class decorator: make a Strategy available under ``name``."""
 
     def deco(cls: type[Strategy]) -> type[Strategy]:
-        if name in _REGISTRY and _REGISTRY[name] is not cls:
-            raise ValueError(f"strategy {name!r} is registered twice")
+        plugins.add(_REGISTRY, _ORIGINS, "strategy", name, cls)
         cls.name = name
-        _REGISTRY[name] = cls
         return cls
 
     return deco
 
 
 def names() -> list[str]:
-    """Registered strategy names, in registration order."""
+    """Every strategy name known: the registered ones in registration order, then the installed
+    plugins' entry points not imported yet."""
     _load_builtin()
-    return list(_REGISTRY)
+    return [*_REGISTRY, *(n for n in plugins.entry_point_names(plugins.STRATEGIES) if n not in _REGISTRY)]
 
 
 def get(name: str) -> type[Strategy]:
-    """The Strategy class registered under ``name``; a clear error listing known names otherwise."""
+    """The Strategy class registered under ``name``, importing an installed plugin's entry point of
+    that name if need be; a clear error listing the known names otherwise."""
     _load_builtin()
+    if name not in _REGISTRY:
+        try:
+            found = plugins.entry_point(plugins.STRATEGIES, name)
+        except plugins.PluginError as e:
+            raise SpecError(str(e)) from None
+        if isinstance(found, type) and issubclass(found, Strategy) and name not in _REGISTRY:
+            register(name)(found)
+        elif name not in _REGISTRY and found is not None:
+            raise SpecError(f"entry point {plugins.STRATEGIES}:{name} names {found!r}, not a Strategy subclass")
     try:
         return _REGISTRY[name]
     except KeyError:
-        raise SpecError(f"unknown strategy {name!r}; known: {', '.join(_REGISTRY)}") from None
+        raise SpecError(
+            f"unknown strategy {name!r}; known: {', '.join(names())} "
+            "(a plugin's strategy needs --plugin MODULE|FILE.py, or its package installed)"
+        ) from None
 
 
 def parse_spec(spec: str, defaults: dict[str, Any] | None = None) -> Strategy:
@@ -76,12 +92,13 @@ def parse_spec(spec: str, defaults: dict[str, Any] | None = None) -> Strategy:
 
 
 def expand(specs: list[str] | None) -> list[str]:
-    """No specs means every registered strategy; ``all`` expands to every registered name."""
+    """No specs means every built-in strategy; ``all`` expands to them too (a plugin's strategies
+    run only when named)."""
     if not specs:
-        return names()
+        return list(BUILTIN)
     out: list[str] = []
     for s in specs:
-        for name in names() if s.strip() == "all" else [s.strip()]:
+        for name in BUILTIN if s.strip() == "all" else [s.strip()]:
             if name not in out:
                 out.append(name)
     return out

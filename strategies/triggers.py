@@ -38,6 +38,7 @@ from pathlib import Path
 from typing import Any, ClassVar
 
 from flarebench.strategies.base import Knob
+from flarebench.strategies.capabilities import LOGPROBS, TOP_LOGPROBS
 from flarebench.strategies.lm import LM, LMError, Prompt, topk_entropy
 from flarebench.strategies.prompts import format_docs
 from flarebench.strategies.records import SELF_CHECK, LMCall, Passage
@@ -459,12 +460,12 @@ class Gated:
         """The configured trigger (built by ``validate``)."""
         return self._gate
 
-    @property
-    def needs_logprobs(self) -> bool:
-        """Every trigger but ``self_check`` judges per-token logprobs."""
-        return self._gate.needs_logprobs
-
-    @property
-    def needs_top_logprobs(self) -> bool:
-        """``entropy`` and ``margin`` need per-token alternatives (or entropies) too."""
-        return bool(self._gate.top_logprobs or self._gate.entropy)
+    def needs(self) -> frozenset[str]:
+        """Every trigger but ``self_check`` judges per-token logprobs; ``entropy`` and ``margin``
+        need per-token alternatives (or entropies) too."""
+        gate, needs = self._gate, set()
+        if gate.needs_logprobs:
+            needs.add(LOGPROBS)
+        if gate.top_logprobs or gate.entropy:
+            needs.add(TOP_LOGPROBS)
+        return frozenset(needs)

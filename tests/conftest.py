@@ -57,9 +57,11 @@ def scripted_lm(monkeypatch):
 
 @pytest.fixture
 def isolated_registry(monkeypatch):
-    """Strategies a test registers are gone when it ends: `--strategy all` in later tests never
-    meets a test's toy strategy."""
-    from flarebench.strategies import registry
+    """Strategies, LMs and retrievers a test registers are gone when it ends: later tests never
+    meet a test's toy strategy or a name it took."""
+    from flarebench.strategies import backends, registry
 
     registry.names()  # the built-ins are registered first, and stay
-    monkeypatch.setattr(registry, "_REGISTRY", dict(registry._REGISTRY))
+    for module, tables in ((registry, ("_REGISTRY", "_ORIGINS")), (backends, ("_LMS", "_RETRIEVERS", "_ORIGINS"))):
+        for table in tables:
+            monkeypatch.setattr(module, table, dict(getattr(module, table)))

@@ -65,14 +65,14 @@ def test_the_threshold_is_inclusive_and_settable():
 
 def test_other_triggers_take_their_own_default_and_extras():
     entropy = parse_spec("adaptive:trigger=entropy")
-    assert entropy.gate_trigger.threshold == 2.0 and entropy.needs_top_logprobs
-    assert parse_spec("adaptive:trigger=margin").needs_top_logprobs and not Adaptive().needs_top_logprobs
+    assert entropy.gate_trigger.threshold == 2.0 and entropy.needs() == {"logprobs", "top_logprobs"}
+    assert "top_logprobs" in parse_spec("adaptive:trigger=margin").needs() and Adaptive().needs() == {"logprobs"}
     assert entropy.request_sha256() != Adaptive().request_sha256()
 
 
 def test_self_check_needs_no_logprobs_and_its_call_counts():
     strategy = parse_spec("adaptive:trigger=self_check")
-    assert not strategy.needs_logprobs and Adaptive().needs_logprobs
+    assert not strategy.needs() and "logprobs" in Adaptive().needs()
     needs = '{"needs_fact": true, "missing": "Biden university"}'
     trace, lm, retriever = run(strategy, [" He studied at Delaware.", needs, ANSWER], supports_logprobs=False)
     assert [r.purpose for r in lm.requests] == ["draft", "self_check", "regenerate"]

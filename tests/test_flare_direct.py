@@ -133,7 +133,7 @@ def test_parameters_are_validated():
     with pytest.raises(SpecError, match="max_docs must be >= k"):
         parse_spec("flare_direct:k=5,max_docs=4")
     assert parse_spec("flare_direct:max_retrievals=none").max_retrievals is None
-    assert FlareDirect().needs_logprobs and not parse_spec("flare_direct:trigger=self_check").needs_logprobs
+    assert FlareDirect().needs() == {"logprobs"} and not parse_spec("flare_direct:trigger=self_check").needs()
 
 
 def test_explicit_queries_keep_k_documents_merged_round_robin():

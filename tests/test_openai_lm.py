@@ -348,7 +348,7 @@ def test_without_logprobs_flare_direct_is_refused_naming_the_alternatives(script
     call = lm.generate(PROMPT, 16, stop=("\n\n",))
     # No per-token data: the text in completion_tokens pieces of equal length.
     assert "".join(call.tokens) == call.text and len(call.tokens) == call.completion_tokens == 5
-    with pytest.raises(StrategyRefused, match="use flare_instruct or fixed_interval"):
+    with pytest.raises(StrategyRefused, match="would run on it: no_retrieval, single_time, fixed_interval"):
         check_compatible("flare_direct", parse_spec("flare_direct"), lm)
     check_compatible("flare_instruct", parse_spec("flare_instruct"), lm)
 
@@ -587,11 +587,16 @@ def test_flare_direct_is_refused_on_an_endpoint_without_logprobs(scripted, tmp_p
         "--lm", "openai:scripted", "--lm-base-url", scripted.endpoint.url, "--strategy", "flare_direct",
         "--limit", "1", "--report-dir", str(tmp_path / "run"),
     )  # fmt: skip
-    assert r.returncode == 1, r.stderr
-    assert (
-        "flarebench: flare_direct needs per-token logprobs, which openai:scripted does not return; "
-        "use flare_instruct or fixed_interval with this backend" in r.stderr
+    # Refused before the first probe, in one line naming what would run, and no run folder is made.
+    assert r.returncode == 2, r.stderr
+    line = (
+        "flarebench: flare_direct needs per-token logprobs, which openai:scripted does not offer; "
+        "these would run on it: "
     )
+    assert r.stderr.startswith(line) and r.stderr.count("\n") == 1, r.stderr
+    would_run = r.stderr.removeprefix(line).strip().split(", ")
+    assert {"single_time", "flare_instruct", "flare_direct:trigger=self_check"} <= set(would_run)
+    assert "flare_direct" not in would_run and not (tmp_path / "run").exists()
 
 
 def test_the_key_is_sent_but_never_written(scripted, tmp_path):

@@ -42,8 +42,10 @@ def test_spec_parameters_are_typed_and_validated():
 
 
 def test_expand_all_and_default():
-    assert expand(None) == names()
-    assert expand(["all"]) == names()
+    from flarebench.strategies.registry import BUILTIN
+
+    assert expand(None) == list(BUILTIN)
+    assert expand(["all"]) == list(BUILTIN)
     assert expand(["single_time", "single_time:k=5", "single_time"]) == ["single_time", "single_time:k=5"]
 
 

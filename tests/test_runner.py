@@ -80,10 +80,13 @@ def test_interrupted_run_keeps_finished_probes_and_resumes(tmp_path):
 def test_logprob_strategies_are_refused_on_backends_without_them():
     @dataclasses.dataclass
     class NeedsLogprobs(Flaky):
-        needs_logprobs = True
+        def needs(self):
+            return frozenset({"logprobs"})
 
     check_compatible("x", NeedsLogprobs(), ScriptedLM(["a"]))
-    with pytest.raises(StrategyRefused, match="flare_instruct or fixed_interval"):
+    with pytest.raises(
+        StrategyRefused, match=r"^x needs per-token logprobs, .* would run on it: no_retrieval, .*flare_instruct"
+    ):
         check_compatible("x", NeedsLogprobs(), ScriptedLM(["a"], supports_logprobs=False))
 
 

@@ -190,7 +190,7 @@ def test_self_check_parses_the_first_json_object_of_a_reply():
 def test_self_check_runs_where_the_lm_returns_no_logprobs():
     no_logprobs = ScriptedLM(["x"], supports_logprobs=False)
     check_compatible("flare_direct:trigger=self_check", parse_spec("flare_direct:trigger=self_check"), no_logprobs)
-    with pytest.raises(StrategyRefused, match="or flare_direct:trigger=self_check"):
+    with pytest.raises(StrategyRefused, match="would run on it: .*flare_direct:trigger=self_check"):
         check_compatible("flare_direct", parse_spec("flare_direct"), no_logprobs)
     no_top = ScriptedLM(["x"])
     no_top.supports_top_logprobs = False

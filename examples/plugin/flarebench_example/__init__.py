@@ -1,0 +1,1 @@
+"""An example flarebench plugin (see README.md beside this package)."""

@@ -1,0 +1,114 @@
+"""Plugins: strategies, LMs and retrievers from outside flarebench.
+
+An installed package declares them as entry points, loaded only when their name is asked for:
+
+- ``flarebench.strategies``: NAME = a Strategy subclass (``--strategy NAME``);
+- ``flarebench.lms``: NAME = an LM subclass built as ``cls(ARG)`` (``--lm NAME:ARG``);
+- ``flarebench.retrievers``: NAME = a Retriever subclass built as ``cls(corpus)`` (``--retriever NAME``).
+
+``--plugin MODULE|FILE.py`` imports a module for one run instead, whose ``@register``,
+``@register_lm`` and ``@register_retriever`` decorators add what it holds. A name registered from two
+places is an error naming both.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import contextvars
+import importlib
+import importlib.util
+import sys
+from collections.abc import Iterable, Iterator
+from importlib import metadata
+from pathlib import Path
+from typing import Any
+
+STRATEGIES = "flarebench.strategies"
+LMS = "flarebench.lms"
+RETRIEVERS = "flarebench.retrievers"
+
+#: The plugin being imported, so that what it registers is recorded as coming from it.
+_loading: contextvars.ContextVar[str | None] = contextvars.ContextVar("flarebench_plugin", default=None)
+#: --plugin references already imported (a second load of the same one is a no-op).
+_loaded: set[str] = set()
+
+
+class PluginError(ValueError):
+    """A plugin cannot be loaded, or registers a name something else registered."""
+
+
+def add(table: dict[str, Any], origins: dict[str, str], kind: str, name: str, obj: Any) -> None:
+    """Register ``obj`` as the ``kind`` called ``name`` in ``table``, recording where it came from;
+    the same name from two places is an error naming both."""
+    where = f"{obj.__module__}.{obj.__qualname__}"
+    if source := _loading.get():
+        where = f"{where} (plugin {source})"
+    if name in table and table[name] is not obj:
+        raise PluginError(f"{kind} {name!r} is registered twice: by {origins[name]} and by {where}")
+    table[name], origins[name] = obj, where
+
+
+@contextlib.contextmanager
+def _from(source: str) -> Iterator[None]:
+    token = _loading.set(source)
+    try:
+        yield
+    finally:
+        _loading.reset(token)
+
+
+def load(ref: str) -> None:
+    """Import the plugin ``ref`` (``--plugin``): a module name, or a path ending in ``.py``."""
+    if ref in _loaded:
+        return
+    try:
+        with _from(ref):
+            if ref.endswith(".py"):
+                _import_file(Path(ref))
+            else:
+                importlib.import_module(ref)
+    except PluginError:
+        raise
+    except ModuleNotFoundError as e:
+        raise PluginError(f"--plugin {ref}: no module named {e.name!r}") from None
+    except Exception as e:  # the plugin's own import failed: one line, naming it
+        raise PluginError(f"--plugin {ref}: {type(e).__name__}: {e}") from None
+    _loaded.add(ref)
+
+
+def load_all(refs: Iterable[str] | None) -> None:
+    """Import every ``--plugin`` reference, in order."""
+    for ref in refs or ():
+        load(ref)
+
+
+def _import_file(path: Path) -> None:
+    if not path.is_file():
+        raise PluginError(f"--plugin {path}: no such file")
+    name = f"flarebench_plugin_{path.stem}"
+    spec = importlib.util.spec_from_file_location(name, path)
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[name] = module  # dataclasses look their module up while the file executes
+    spec.loader.exec_module(module)
+
+
+def entry_point(group: str, name: str) -> Any | None:
+    """The object the installed entry point ``name`` of ``group`` names, imported now; None when no
+    installed package declares it. Two packages declaring it is an error naming both."""
+    found = [ep for ep in metadata.entry_points(group=group) if ep.name == name]
+    if not found:
+        return None
+    if len(found) > 1:
+        dists = " and ".join(sorted(f"{ep.dist.name if ep.dist else '?'} ({ep.value})" for ep in found))
+        raise PluginError(f"{group} entry point {name!r} is declared twice: by {dists}")
+    ep = found[0]
+    try:
+        with _from(f"{ep.dist.name if ep.dist else ep.value}, entry point {name}"):
+            return ep.load()
+    except Exception as e:  # the plugin's own import failed: one line, naming it
+        raise PluginError(f"{group} entry point {name} = {ep.value}: {type(e).__name__}: {e}") from None
+
+
+def entry_point_names(group: str) -> list[str]:
+    """The names installed packages declare in ``group``, without importing them."""
+    return sorted({ep.name for ep in metadata.entry_points(group=group)})
