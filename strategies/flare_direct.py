@@ -7,15 +7,17 @@ regenerate the sentence and accept that. Repeat until the answer ends.
 
 "p <= theta" is the default trigger (``min_prob``); ``trigger`` picks another one of
 :mod:`flarebench.strategies.triggers` (mean logprob, entropy, margin, an LM self-check), with its
-own ``threshold``.
+own ``threshold``. The production options (``query=structured``, ``new_docs``, ``keep_last``,
+``placement=near_pause``) are off by default; docs/strategies.md defines them.
 """
 
 from __future__ import annotations
 
 import itertools
+import os
 import re
 from dataclasses import dataclass
-from typing import Literal
+from typing import Any, Literal
 
 from flarebench.strategies.base import Strategy, finish, first_hop, retrieve
 from flarebench.strategies.lm import LM, Prompt
@@ -53,6 +55,23 @@ QUESTION_PROMPT = (
 )
 QUESTION_QUERY = "Passage: {passage}\nSpan: {span}\nQuestion:"
 QUESTION_STOP = ("\n",)
+
+# Structured queries (a production option, not the paper's): one call per retrieval writes a search
+# string from the question, the answer so far with the draft, and what the draft is unsure of.
+SEARCH_PROMPT = (
+    "Write a short search query for the fact that the answer is unsure of: the entity and the "
+    "relation, taken from the question and the answer so far.\n\n"
+    "Question: What is the hobby of the father of Nell Oster?\n"
+    "Answer so far: The father of Nell Oster is Tam Oster. The hobby of Tam Oster is fishing.\n"
+    "Unsure: fishing\nSearch: hobby of Tam Oster\n\n"
+)
+SEARCH_QUERY = "Question: {question}\nAnswer so far: {passage}\nUnsure: {span}\nSearch:"
+SEARCH_STOP = ("\n",)
+SEARCH_TOKENS = 32
+
+#: The production options while off: left out of the recorded parameters, so a spec that sets none
+#: of them keeps the run configuration (run folder, baselines) it had before they existed.
+PRODUCTION_OFF = {"new_docs": None, "keep_last": None, "placement": "top"}
 
 
 def masked_query(s: Sentence, beta: float, keep: frozenset[int] = frozenset()) -> str:
@@ -106,12 +125,17 @@ class FlareDirect(Gated, Strategy):
     ``ignore_terms`` is a file of terms (one per line) whose tokens never fire a probability trigger,
     read once when the strategy is built; ``ignore_known`` keeps the words of the question and of the
     documents in context from firing it.
+
+    Production options, off by default, for ``context="accumulate"``: ``new_docs`` adds at most that
+    many documents not yet in context per retrieval; ``keep_last`` keeps the first-hop documents and
+    only the last that many added by retrievals; ``placement="near_pause"`` puts the added ones after
+    the question, before the answer so far. ``query="structured"`` has the LM write the search string.
     """
 
     theta: float = 0.8
     beta: float = 0.4
     lookahead_tokens: int = 64
-    query: Literal["implicit", "explicit"] = "implicit"
+    query: Literal["implicit", "explicit", "structured"] = "implicit"
     first_retrieval: bool = True
     context: Literal["replace", "accumulate"] = "replace"
     max_docs: int = 9
@@ -121,6 +145,9 @@ class FlareDirect(Gated, Strategy):
     threshold: float | None = None
     ignore_terms: str | None = None
     ignore_known: bool = False
+    new_docs: int | None = None
+    keep_last: int | None = None
+    placement: Literal["top", "near_pause"] = "top"
 
     def __post_init__(self) -> None:
         # The ignore file is read here, once, never while answering (a strategy's run does no I/O).
@@ -146,6 +173,26 @@ class FlareDirect(Gated, Strategy):
             raise ValueError(f"theta is min_prob's threshold; trigger {self.trigger} takes threshold")
         threshold = self.theta if self.trigger == TRIGGER and self.threshold is None else self.threshold
         self._gate = cls(threshold, self._terms, self.ignore_known)
+        self._validate_production()
+
+    def _validate_production(self) -> None:
+        if self.placement not in ("top", "near_pause"):
+            raise ValueError(f"placement must be 'top' or 'near_pause', got {self.placement!r}")
+        if self.query == "structured" and self.trigger == "self_check":
+            raise ValueError("query=structured does not apply with trigger=self_check, whose reply is the query")
+        if self.new_docs is not None and not 1 <= self.new_docs <= self.k:
+            raise ValueError(f"new_docs must be within [1, k={self.k}] or none, got {self.new_docs}")
+        if self.keep_last is not None:
+            hop = self.k if self.first_retrieval else 0
+            if not 0 <= self.keep_last <= self.max_docs - hop:
+                raise ValueError(
+                    f"keep_last must be within [0, {self.max_docs - hop}] or none (max_docs {self.max_docs} "
+                    f"less {hop} first-hop documents), got {self.keep_last}"
+                )
+        changed = {k: getattr(self, k) for k, off in PRODUCTION_OFF.items() if getattr(self, k) != off}
+        if changed and self.context != "accumulate":
+            name, value = next(iter(changed.items()))
+            raise ValueError(f"{name}={value} needs context=accumulate (context=replace replaces every document)")
 
     @property
     def threshold_param(self) -> str:  # type: ignore[override]
@@ -153,9 +200,14 @@ class FlareDirect(Gated, Strategy):
         return "theta" if self.trigger == TRIGGER else "threshold"
 
     def static_prompts(self) -> tuple[str, ...]:
+        statics = (self.template.static, QUESTION_PROMPT)
         if self.trigger == "self_check":
-            return (self.template.static, QUESTION_PROMPT, SELF_CHECK_PROMPT)
-        return (self.template.static, QUESTION_PROMPT)
+            statics += (SELF_CHECK_PROMPT,)
+        return statics + ((SEARCH_PROMPT,) if self.query == "structured" else ())
+
+    def params(self) -> dict[str, Any]:
+        """The parameters, the production options left out while off (see PRODUCTION_OFF)."""
+        return {k: v for k, v in super().params().items() if PRODUCTION_OFF.get(k, ...) != v}
 
     def request_shape(self) -> dict:
         shape = super().request_shape()
@@ -169,17 +221,23 @@ class FlareDirect(Gated, Strategy):
             shape["per_token"] = {"top_logprobs": self._gate.top_logprobs, "entropy": self._gate.entropy}
         if self._terms:
             shape["ignore_terms_sha256"] = terms_sha256(self._terms)
+        if self.query == "structured":
+            shape["prompts"].append(SEARCH_PROMPT + SEARCH_QUERY)
+            shape["stops"].append(list(SEARCH_STOP))
+        if self.placement == "near_pause":
+            shape["prompts"].append(self.template.sample(late_docs=True))
         return shape
 
     def run(self, question: str, lm: LM, retriever: Retriever) -> Trace:
         # pending: retrievals not yet recorded on a step (they go on the step they serve)
         docs, pending = first_hop(retriever, question, self.k, self.first_retrieval)
+        hop = frozenset(d.id for d in docs)  # the first hop's documents, kept at the top by the production options
         steps: list[Step] = []
         answer, used, mid_retrievals = "", 0, 0
         trigger = self._gate
         while used < self.max_tokens:
             budget = min(self.lookahead_tokens, self.max_tokens - used)
-            prompt = self.template.build(question, docs, answer)
+            prompt = self._prompt(question, docs, hop, answer)
             draft = next_sentence(
                 lm,
                 prompt,
@@ -202,15 +260,17 @@ class FlareDirect(Gated, Strategy):
                         steps.append(Step(ABSTENTION, calls, retrievals, gate))
                         return finish(question, steps, capped="abstain")
                 else:
-                    found = self._retrieve(answer, draft, lm, retriever, judgement, calls, retrievals)
+                    found = self._retrieve(question, answer, draft, lm, retriever, judgement, calls, retrievals)
                     if found is None:
                         gate["skipped"] = "empty_query"  # nothing left to search with: keep the draft
                     else:
                         mid_retrievals += 1
-                        docs = dedupe(docs + found)[: self.max_docs] if self.context == "accumulate" else found
+                        before, docs = docs, self._context(docs, hop, found)
+                        again = self._prompt(question, docs, hop, answer)
+                        retrievals[-1].detail |= self._context_detail(before, docs, prompt, again)
                         sentence = next_sentence(
                             lm,
-                            self.template.build(question, docs, answer),
+                            again,
                             budget,
                             logprobs=trigger.needs_logprobs,
                             purpose="regenerate",
@@ -223,8 +283,43 @@ class FlareDirect(Gated, Strategy):
                 return finish(question, steps)
         return finish(question, steps)
 
+    def _context(self, docs: list[Passage], hop: frozenset[str], found: list[Passage]) -> list[Passage]:
+        """The documents in context after a retrieval found ``found``: ``replace`` takes them as
+        they are; ``accumulate`` appends those not in context yet (at most ``new_docs``) and keeps
+        the first hop's (ids ``hop``) and only the last ``keep_last`` added, at most ``max_docs``."""
+        if self.context == "replace":
+            return found
+        held = {d.id for d in docs}
+        added = [d for d in docs if d.id not in hop] + [d for d in dedupe(found) if d.id not in held][: self.new_docs]
+        if self.keep_last is not None:
+            added = added[max(0, len(added) - self.keep_last) :]
+        return dedupe([d for d in docs if d.id in hop] + added)[: self.max_docs]
+
+    def _prompt(self, question: str, docs: list[Passage], hop: frozenset[str], answer: str) -> Prompt:
+        """The answer's prompt; with ``placement=near_pause`` the documents retrievals added go
+        after the question, so the prompt up to it (first-hop documents included) stays the same."""
+        if self.placement == "near_pause":
+            late = [d for d in docs if d.id not in hop]
+            return self.template.build(question, [d for d in docs if d.id in hop], answer, late_docs=late)
+        return self.template.build(question, docs, answer)
+
+    def _context_detail(self, before: list[Passage], after: list[Passage], draft: Prompt, again: Prompt) -> dict:
+        """What the production options did to the context, for the step's last retrieval: the
+        documents added and dropped, and with near_pause the characters of the draft's prompt after
+        the first change, which the LM had evaluated and must evaluate again (``reeval_chars``)."""
+        detail: dict[str, Any] = {}
+        if self.new_docs is not None or self.keep_last is not None:
+            ids_before, ids_after = {d.id for d in before}, {d.id for d in after}
+            detail["added"] = [d.id for d in after if d.id not in ids_before]
+            detail["dropped"] = [d.id for d in before if d.id not in ids_after]
+        if self.placement == "near_pause":
+            same = len(os.path.commonprefix([draft.dynamic, again.dynamic]))
+            detail |= {"placement": "near_pause", "reeval_chars": len(draft.dynamic) - same}
+        return detail
+
     def _retrieve(
         self,
+        question: str,
         answer: str,
         draft: Sentence,
         lm: LM,
@@ -252,8 +347,10 @@ class FlareDirect(Gated, Strategy):
             retrievals.append(r)
             return passages
         keep = judgement.ignored
-        queries: list[tuple[str, str | None]] = []
-        if self.query == "explicit":
+        queries: list[tuple[str, dict[str, str]]] = []
+        if self.query == "structured":
+            queries = self._search_string(question, answer, draft, keep, lm, calls)
+        elif self.query == "explicit":
             passage = (answer + draft.text).strip()
             for span in low_spans(draft, self.beta, keep):
                 call = lm.generate(
@@ -265,17 +362,35 @@ class FlareDirect(Gated, Strategy):
                 calls.append(call)
                 reply = call.text.strip()
                 if reply.endswith("?"):  # the official code keeps questions only
-                    queries.append((reply, span))
+                    queries.append((reply, {"span": span}))
                 else:
                     gate.setdefault("rejected_questions", []).append(reply)
-        if not queries:  # implicit; or explicit without a span or a usable question: the masked draft
+        if not queries:  # implicit; or explicit/structured without a usable reply: the masked draft
             masked = masked_query(draft, self.beta, keep)
             if not masked:
                 return None
-            queries = [(masked, None)]
+            queries = [(masked, {"query_form": "implicit"} if self.query == "structured" else {})]
         results = []
-        for query, span in queries:
-            passages, r = retrieve(retriever, query, self.k, LOW_CONFIDENCE, **why, **({"span": span} if span else {}))
+        for query, extra in queries:
+            passages, r = retrieve(retriever, query, self.k, LOW_CONFIDENCE, **why, **extra)
             retrievals.append(r)
             results.append(passages)
         return round_robin(results, self.k)
+
+    def _search_string(
+        self, question: str, answer: str, draft: Sentence, keep: frozenset[int], lm: LM, calls: list[LMCall]
+    ) -> list[tuple[str, dict[str, str]]]:
+        """``query=structured``: one LM call writes the search string from the question, the answer
+        so far with the draft, and the draft's low-confidence spans (the draft itself when it has
+        none). An empty reply gives none (the masked draft is then the query)."""
+        span = ", ".join(low_spans(draft, self.beta, keep)) or draft.text.strip()
+        passage = (answer + draft.text).strip()
+        call = lm.generate(
+            Prompt(SEARCH_PROMPT, SEARCH_QUERY.format(question=question, passage=passage, span=span)),
+            SEARCH_TOKENS,
+            stop=SEARCH_STOP,
+            purpose="query",
+        )
+        calls.append(call)
+        reply = call.text.strip()
+        return [(reply, {"query_form": "structured", "span": span})] if reply else []

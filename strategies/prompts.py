@@ -133,10 +133,10 @@ ANSWER_MARK = "So the answer is"
 STOP = ("\n\n", "\nQuestion:", "\nDocuments:")
 
 
-def format_docs(docs: list[Passage] | tuple[tuple[str, str], ...]) -> str:
-    """The documents block, one numbered line per document."""
+def format_docs(docs: list[Passage] | tuple[tuple[str, str], ...], start: int = 1) -> str:
+    """The documents block, one numbered line per document, numbered from ``start``."""
     lines = []
-    for i, d in enumerate(docs, 1):
+    for i, d in enumerate(docs, start):
         title, text = (d.title, d.text) if hasattr(d, "title") else d
         lines.append(f"[{i}] {title}: {' '.join(text.split())}")
     return "Documents:\n" + "\n".join(lines) + "\n"
@@ -161,18 +161,26 @@ class PromptTemplate:
             parts.append(f"Question: {ex.question}\nAnswer: {ex.answer}\n\n")
         return "".join(parts)
 
-    def sample(self) -> str:
+    def sample(self, late_docs: bool = False) -> str:
         """The whole prompt rendered with placeholders: what identifies the template (static part,
-        document block, question and answer layout) in a run's request fingerprint."""
-        return self.build("<question>", [Passage("<id>", "<title>", "<text>")], "<answer so far>").text
+        document block, question and answer layout) in a run's request fingerprint; with
+        ``late_docs``, the layout with a second block after the question."""
+        late = [Passage("<late id>", "<late title>", "<late text>")] if late_docs else []
+        return self.build("<question>", [Passage("<id>", "<title>", "<text>")], "<answer so far>", late).text
 
-    def build(self, question: str, docs: list[Passage] = (), answer_so_far: str = "") -> Prompt:
+    def build(
+        self, question: str, docs: list[Passage] = (), answer_so_far: str = "", late_docs: list[Passage] = ()
+    ) -> Prompt:
         """The prompt for ``question`` with ``docs`` in context and the answer generated so far.
 
         The prompt ends at "Answer:" with no space, so the model writes the space-led tokens it saw
-        in the exemplars; ``answer_so_far`` is the raw text generated so far (space included)."""
+        in the exemplars; ``answer_so_far`` is the raw text generated so far (space included).
+        ``late_docs`` (open book only) form a second block after the question, right before the
+        answer, numbered on from ``docs``: changing them leaves the prompt up to the question as it
+        was, so a backend reuses its state (flare_direct's ``placement=near_pause``)."""
         head = format_docs(docs) if self.open_book else ""
-        return Prompt(self.static, f"{head}Question: {question}\nAnswer:{answer_so_far}")
+        late = format_docs(late_docs, len(docs) + 1) if self.open_book and late_docs else ""
+        return Prompt(self.static, f"{head}Question: {question}\n{late}Answer:{answer_so_far}")
 
 
 #: The default templates: open book (with documents) and closed book, for short and long answers.
