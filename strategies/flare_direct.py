@@ -69,8 +69,7 @@ SEARCH_QUERY = "Question: {question}\nAnswer so far: {passage}\nUnsure: {span}\n
 SEARCH_STOP = ("\n",)
 SEARCH_TOKENS = 32
 
-#: The production options while off: left out of the recorded parameters, so a spec that sets none
-#: of them keeps the run configuration (run folder, baselines) it had before they existed.
+#: The production options' values while off (the paper's behaviour); any other needs context=accumulate.
 PRODUCTION_OFF = {"new_docs": None, "keep_last": None, "placement": "top"}
 
 
@@ -204,10 +203,6 @@ class FlareDirect(Gated, Strategy):
         if self.trigger == "self_check":
             statics += (SELF_CHECK_PROMPT,)
         return statics + ((SEARCH_PROMPT,) if self.query == "structured" else ())
-
-    def params(self) -> dict[str, Any]:
-        """The parameters, the production options left out while off (see PRODUCTION_OFF)."""
-        return {k: v for k, v in super().params().items() if PRODUCTION_OFF.get(k, ...) != v}
 
     def request_shape(self) -> dict:
         shape = super().request_shape()

@@ -59,7 +59,7 @@ def test_defaults_keep_the_request_shape_the_parameters_and_the_records():
     assert default.request_sha256() == DEFAULT_REQUEST_SHA256
     off = FlareDirect(query="implicit", new_docs=None, keep_last=None, placement="top")
     assert off.request_shape() == default.request_shape() and off.params() == default.params()
-    assert not set(PRODUCTION_OFF) & set(default.params())  # the options are not recorded while off
+    assert {k: default.params()[k] for k in PRODUCTION_OFF} == PRODUCTION_OFF  # recorded, as every parameter
     spec = parse_spec("flare_direct:new_docs=none,keep_last=none,placement=top")
     assert json.dumps(spec.params()) == json.dumps(default.params())
     assert spec.request_sha256() == DEFAULT_REQUEST_SHA256

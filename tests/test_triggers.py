@@ -300,7 +300,8 @@ def test_triggers_that_fire_high_are_known_by_name():
 
 def test_the_default_spec_keeps_its_parameters_request_shape_and_gate_records():
     default = FlareDirect()
-    # The parameters as run.json records them: those before triggers existed, then the trigger's.
+    # The parameters as run.json records them: those before triggers existed, the trigger's, then the
+    # production options (off).
     assert default.params() == {
         "k": 3,
         "max_tokens": 128,
@@ -318,6 +319,9 @@ def test_the_default_spec_keeps_its_parameters_request_shape_and_gate_records():
         "threshold": None,
         "ignore_terms": None,
         "ignore_known": False,
+        "new_docs": None,
+        "keep_last": None,
+        "placement": "top",
     }
     # The request shape as the code before triggers built it.
     shape = Strategy.request_shape(default)
