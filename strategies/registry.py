@@ -1,6 +1,8 @@
 """The strategy registry: ``@register("name")`` on a Strategy class, lookup by name or spec.
 
-A spec is ``name`` or ``name:key=value,key=value`` (e.g. ``flare_direct:theta=0.6,k=5``).
+A spec is ``name`` or ``name:key=value,key=value`` (e.g. ``flare_direct:theta=0.6,k=5``). The
+spec is split at its first ``:``, its parameters at ``,`` and each at its first ``=``, so a value
+may hold ``:`` and ``=`` but no ``,`` (``http:url=http://127.0.0.1:8000/answer?v=2``).
 """
 
 from __future__ import annotations
@@ -15,29 +17,36 @@ from typing import Any, Literal
 from flarebench.strategies.base import Strategy
 
 _REGISTRY: dict[str, type[Strategy]] = {}
+#: Names registered with ``in_all=False``: known to :func:`get`, left out of :func:`names` and ``all``.
+_NOT_IN_ALL: set[str] = set()
 
 
 class SpecError(ValueError):
     """A strategy spec names an unknown strategy or gives a bad parameter."""
 
 
-def register(name: str) -> Callable[[type[Strategy]], type[Strategy]]:
-    """Class decorator: make a Strategy available under ``name``."""
+def register(name: str, *, in_all: bool = True) -> Callable[[type[Strategy]], type[Strategy]]:
+    """Class decorator: make a Strategy available under ``name``. ``in_all=False`` keeps it out of
+    ``all`` (and of a run without ``--strategy``): for a strategy that needs a parameter no default
+    can give, such as ``http``'s url."""
 
     def deco(cls: type[Strategy]) -> type[Strategy]:
         if name in _REGISTRY and _REGISTRY[name] is not cls:
             raise ValueError(f"strategy {name!r} is registered twice")
         cls.name = name
         _REGISTRY[name] = cls
+        if not in_all:
+            _NOT_IN_ALL.add(name)
         return cls
 
     return deco
 
 
 def names() -> list[str]:
-    """Registered strategy names, in registration order."""
+    """The names ``all`` runs: every registered strategy but those registered with
+    ``in_all=False``, in registration order."""
     _load_builtin()
-    return list(_REGISTRY)
+    return [name for name in _REGISTRY if name not in _NOT_IN_ALL]
 
 
 def get(name: str) -> type[Strategy]:
@@ -133,9 +142,11 @@ BUILTIN = (
     "flare_instruct",
     "adaptive",
 )
+#: The modules of the built-in strategies outside `all`: ``http`` (a deployed pipeline; it needs a url).
+BUILTIN_OUTSIDE_ALL = ("http_service",)
 
 
 def _load_builtin() -> None:
     # Importing the modules runs their @register decorators, in BUILTIN's order.
-    for module in BUILTIN:
+    for module in (*BUILTIN, *BUILTIN_OUTSIDE_ALL):
         importlib.import_module(f"{__package__}.{module}")
