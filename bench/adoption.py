@@ -120,7 +120,9 @@ def _incomplete_or_wrong(g: Group, _faithfulness) -> pd.Series:
 
 
 def _triggered(g: Group, _faithfulness) -> pd.Series:
-    return g.by_probe(fired(g).astype(float))
+    # A service's answers are left out: whether its retrieval fired during generation is unknown.
+    known = g.rows["triggered_steps"].notna()
+    return g.by_probe(fired(g).astype(float).where(known)).dropna()
 
 
 def _per_probe(column: str) -> PerProbe:
@@ -307,7 +309,13 @@ def _missing(reason: str) -> str:
     return f"{MISSING} ({reason})"
 
 
+#: The reason shown for a value a service under test did not report (a key _service marks its row).
+UNREPORTED = "not reported by the service"
+
+
 def _reason(m: Measure, row: Mapping[str, Any]) -> str:
+    if row.get("_service") and m.column != FAITHFULNESS.column:  # faithfulness says its own reason
+        return UNREPORTED
     if m.when_fired and not _value(row, "triggered_share"):
         return "never fired"
     return m.empty(row) if callable(m.empty) else m.empty
@@ -367,6 +375,11 @@ def adoption(
     if summary.empty:
         return Adoption(reference, absent="No adoption table yet: no probe has finished.")
     records = {str(r["strategy"]): r for r in summary.to_dict("records")}
+    if rows is not None and "service" in rows.columns:
+        # A service under test's row: a value it left missing is "not reported", not "never fired".
+        for strategy in set(rows.loc[rows["service"].astype(object).eq(True), "strategy"].astype(str)):
+            if strategy in records:
+                records[strategy]["_service"] = True
     if reference not in records:
         return Adoption(
             reference,

@@ -325,16 +325,20 @@ def final_answer(trace: Trace) -> tuple[str | None, str]:
 
     The answer is read again from the output at scoring time ("So the answer is X", by
     :func:`flarebench.strategies.prompts.extract_answer`), so a fix to extraction reaches old runs; without a
-    statement, the last clause of the output (:func:`last_clause`). An error has no answer; an
-    abstention (the strategy abstained, or the answer says there is none: "not in the documents")
-    has none either."""
+    statement, the last clause of the output (:func:`last_clause`). A service under test that stated
+    its answer (the ``http`` strategy's ``answer`` field) is taken at its word: that answer is the
+    statement. An error has no answer; an abstention (the strategy abstained, or the answer says
+    there is none: "not in the documents") has none either."""
     from flarebench.strategies.prompts import extract_answer, is_abstention
 
     if trace.error or trace.stop_reason == "error":
         return None, NO_ANSWER
     if trace.stop_reason == "abstain":
         return None, ABSTAINED
-    stated = extract_answer(trace.output or "")
+    if trace.service is not None and trace.service.stated_answer:
+        stated = trace.answer
+    else:
+        stated = extract_answer(trace.output or "")
     if stated is not None and normalize_answer(stated):
         return (None, ABSTAINED) if is_abstention(stated) else (stated, STATEMENT)
     clause = last_clause(trace.output)

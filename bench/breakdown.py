@@ -18,7 +18,8 @@ def metadata_fields(rows: pd.DataFrame) -> list[str]:
 def breakdown(rows: pd.DataFrame, field: str, order: list[str] | None = None) -> pd.DataFrame:
     """One row per (strategy, value of ``field``): n, em, f1, recall, retrieval_rate (triggered
     steps / steps, as in the summary) and lm_calls_per_q. Values that are lists or dicts are shown
-    as text; probes without the field are grouped under ``<none>``."""
+    as text; probes without the field are grouped under ``<none>``. A count a service under test did
+    not report is NaN in its rows, and the figure built on it is NaN (missing), as in the summary."""
     col = f"meta_{field}"
     if col not in rows.columns:
         known = ", ".join(metadata_fields(rows)) or "none"
@@ -26,7 +27,8 @@ def breakdown(rows: pd.DataFrame, field: str, order: list[str] | None = None) ->
     data = rows.assign(_value=rows[col].map(_label))
     out = []
     for (strategy, value), g in data.groupby(["strategy", "_value"], sort=False):
-        steps = g["steps"].sum()
+        steps = g["steps"].astype(float).sum(skipna=False)
+        triggered = g["triggered_steps"].astype(float).sum(skipna=False)
         out.append(
             {
                 "strategy": strategy,
@@ -35,8 +37,8 @@ def breakdown(rows: pd.DataFrame, field: str, order: list[str] | None = None) ->
                 "em": g["em"].mean(),
                 "f1": g["f1"].mean(),
                 "recall": g["recall"].dropna().mean() if g["recall"].notna().any() else float("nan"),
-                "retrieval_rate": g["triggered_steps"].sum() / steps if steps else 0.0,
-                "lm_calls_per_q": g["lm_calls"].mean(),
+                "retrieval_rate": triggered / steps if steps else 0.0,  # NaN steps: NaN
+                "lm_calls_per_q": g["lm_calls"].astype(float).mean(skipna=False),
             }
         )
     table = pd.DataFrame(out)

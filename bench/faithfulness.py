@@ -43,6 +43,9 @@ Policies (never a crash, never a silent 0):
   unsupported: 0.0 with the method's own name (the strategy looked and found nothing);
 * a trace with ``error`` set: None, ``"n/a: error"``; an output without a claim: None,
   ``"n/a: no claims"`` (with a judge: ragas extracted no statement);
+* a service under test (``http``) that listed no retrievals: None, ``"n/a: retrievals not
+  reported"``; one that listed a doc id the probe set's corpus does not hold: None, ``"n/a: doc ids
+  not in the corpus"`` (its passages cannot be read);
 * a judge reply that does not parse (ragas/instructor could not validate it after its retries):
   None for that probe, ``judge_parse_failures`` counts it (one per failed probe); the probe is left
   out of the mean, and the count is reported next to it. Transport errors (connection refused, HTTP
@@ -90,6 +93,8 @@ __all__ = [
     "NO_CLAIMS",
     "NO_CONTEXT",
     "ERROR",
+    "FOREIGN_DOCS",
+    "UNREPORTED",
     "Judge",
     "JudgeError",
     "answer_claims",
@@ -102,6 +107,8 @@ __all__ = [
 NO_CONTEXT = "n/a: no context"
 NO_CLAIMS = "n/a: no claims"
 ERROR = "n/a: error"
+UNREPORTED = "n/a: retrievals not reported"
+FOREIGN_DOCS = "n/a: doc ids not in the corpus"
 
 # --------------------------------------------------------------------------------------------
 # Claims
@@ -393,6 +400,15 @@ def _contexts(trace: Trace, passages_by_id: Mapping[str, Any]) -> list[str] | No
     return [_passage_text(passages_by_id[d]) for d in ids]
 
 
+def _unusable(trace: Trace, passages_by_id: Mapping[str, Any]) -> str | None:
+    """Why a service's answer cannot be checked against its passages, or None when it can."""
+    if not trace.service.listed_retrievals:
+        return UNREPORTED
+    if any(d not in passages_by_id for r in trace.retrievals for d in r.doc_ids):
+        return FOREIGN_DOCS
+    return None
+
+
 def _row(value: float | None, method: str, parse_failures: int = 0, claims: int = 0) -> dict[str, Any]:
     return {
         "faithfulness": value,
@@ -421,6 +437,9 @@ def faithfulness_rows(
         key = (t.strategy, t.probe_id)
         if t.error:
             rows[key] = _row(None, ERROR)
+            continue
+        if t.service is not None and (unusable := _unusable(t, passages_by_id)):
+            rows[key] = _row(None, unusable)
             continue
         contexts = _contexts(t, passages_by_id)
         if contexts is None:

@@ -108,8 +108,9 @@ class StrategyRefused(RuntimeError):
 def refusal(strategies: dict[str, Strategy], lm: LM) -> str | None:
     """One line naming each spec whose needs ``lm`` does not offer, what is missing, and the
     built-in strategies that would run on it; None when every spec can run."""
-    offers = lm.offers()
-    refused = {spec: s.needs() - offers for spec, s in strategies.items() if not s.needs() <= offers}
+    needs = {spec: s.needs() for spec, s in strategies.items() if s.needs()}
+    offers = lm.offers() if needs else frozenset()  # a strategy that needs nothing may run without an LM
+    refused = {spec: need - offers for spec, need in needs.items() if not need <= offers}
     if not refused:
         return None
     what = "; ".join(f"{spec} needs {describe(missing)}" for spec, missing in refused.items())

@@ -32,7 +32,8 @@ class Strategy(ABC):
 
     Subclasses are dataclasses whose fields are their parameters (typed, with defaults), validated
     in :meth:`validate`. A strategy reads no files, times nothing and prints nothing: the LM and the
-    retriever time their own calls and the runner owns everything else.
+    retriever time their own calls and the runner owns everything else. (``http`` does network I/O:
+    the service it calls is the system under test.)
     """
 
     name: ClassVar[str] = "strategy"

@@ -73,6 +73,16 @@ def token_texts(pieces: list[bytes]) -> list[str]:
     return texts
 
 
+#: Seconds per request to a server (``--lm openai``, the ``http`` strategy): a busy server queues
+#: requests, so allow for the wait.
+DEFAULT_TIMEOUT = 300.0
+#: Tries after the first on a transient failure; the backoff between them is 0.5, 1, 2, 4 s (with jitter).
+DEFAULT_MAX_RETRIES = 4
+#: Statuses that, still there after the retries, mean the server as a whole is unavailable, not this
+#: request: the run stops (:class:`LMUnavailable`).
+UNAVAILABLE_STATUS = frozenset({429, 502, 503, 504})
+
+
 class LMError(RuntimeError):
     """The LM could not serve a request (bad model file, server failure, missing capability)."""
 

@@ -49,16 +49,22 @@ from dataclasses import asdict, dataclass
 import httpx
 import openai
 
-from flarebench.strategies.lm import LM, GenerationRequest, LMError, LMUnavailable, token_texts, topk_entropy
+from flarebench.strategies.lm import (  # the timeout, retry and unavailable settings are shared with http
+    DEFAULT_MAX_RETRIES,
+    DEFAULT_TIMEOUT,
+    LM,
+    UNAVAILABLE_STATUS,
+    GenerationRequest,
+    LMError,
+    LMUnavailable,
+    token_texts,
+    topk_entropy,
+)
 from flarebench.strategies.records import LMCall
 
-DEFAULT_TIMEOUT = 300.0  # seconds per request (a busy server queues requests: allow for the wait)
-DEFAULT_MAX_RETRIES = 4  # the client backs off 0.5, 1, 2, 4 s (with jitter) between tries
 MAX_STOPS = 4  # the OpenAI API takes at most 4 stop sequences; any further ones are cut here
 # A local server needs no key, but the client refuses to start without one.
 NO_KEY = "no-key"
-# After the client's retries these mean the server as a whole is unavailable, not this request.
-UNAVAILABLE_STATUS = frozenset({429, 502, 503, 504})
 PROBE_PROMPT = "The capital of France is"
 #: Alternatives asked per token for an entropy request: the most the OpenAI chat API serves. The
 #: entropy is then bounded from them, the rest of the mass counted as one outcome (a lower bound).

@@ -79,12 +79,15 @@ def compact_per_token(call: dict[str, Any]) -> None:
 
 @dataclass
 class Retrieval:
-    """One call to the retriever and why it fired (``first_hop``, ``low_confidence``, ...)."""
+    """One call to the retriever and why it fired (``first_hop``, ``low_confidence``, ...).
+
+    ``seconds`` is None for a retrieval flarebench did not see happen, one a service under test
+    reported (reason ``service``): it was not timed, and no number stands in for its time."""
 
     query: str
     reason: str
     doc_ids: list[str]
-    seconds: float
+    seconds: float | None
     cached: bool = False
     detail: dict[str, Any] = field(default_factory=dict)
 
@@ -100,6 +103,27 @@ FIXED_INTERVAL = "fixed_interval"  # every `interval` tokens or every sentence
 SEARCH_CALL = "search_call"  # FLARE instruct: the model wrote [Search(query)]
 IRCOT_STEP = "ircot_step"  # IRCoT: retrieve with the last chain-of-thought sentence
 ADAPTIVE = "adaptive"  # adaptive: its trigger fired on the closed-book draft; retrieve once with the question
+SERVICE = "service"  # a retrieval a service under test reported (http): when it ran, and how long, is unknown
+
+#: The counts a service under test may report in its ``usage`` (:attr:`ServiceReport.usage`).
+USAGE_KEYS = ("lm_calls", "prompt_tokens", "completion_tokens", "evaluated_tokens")
+
+
+@dataclass
+class ServiceReport:
+    """What a service under test said about its own work (the ``http`` strategy's traces).
+
+    flarebench saw none of that work happen: the trace holds what the service reported, and a
+    quantity it did not report is unknown, scored as missing, never as 0. Only a trace that came
+    from a service carries one (:attr:`Trace.service`)."""
+
+    #: Whether the reply stated the answer (``answer``); if not, the answer was read from its output.
+    stated_answer: bool = False
+    #: Whether the reply listed its retrievals (``retrievals``): they are then the trace's retrievals
+    #: (reason ``service``), and an empty list means none was made. Unlisted: no retrieval is known.
+    listed_retrievals: bool = False
+    #: The counts of :data:`USAGE_KEYS` the reply's ``usage`` held; None when it held no usage.
+    usage: dict[str, int] | None = None
 
 
 @dataclass
@@ -128,6 +152,8 @@ class Trace:
     when the output never states one). ``stop_reason`` says why generation ended: ``answer``
     (a final-answer statement), ``eos`` (the model stopped), ``token_cap``, ``step_cap``, ``abstain``
     or ``error``. The runner fills ``probe_id``, ``strategy``, ``seconds`` and ``error``.
+    ``service`` is set only on the trace of a service under test (:class:`ServiceReport`), and
+    written only where it is set.
     """
 
     question: str
@@ -139,6 +165,7 @@ class Trace:
     strategy: str = ""
     seconds: float = 0.0
     error: str | None = None
+    service: ServiceReport | None = None
 
     @property
     def lm_calls(self) -> list[LMCall]:
@@ -155,6 +182,8 @@ class Trace:
         for step in d["steps"]:
             for call in step["lm_calls"]:
                 compact_per_token(call)
+        if d["service"] is None:  # a strategy run in process: the shape traces always had
+            del d["service"]
         return d
 
     @classmethod
@@ -168,4 +197,5 @@ class Trace:
             )
             for s in d.get("steps", [])
         ]
-        return cls(**{**d, "steps": steps})
+        service = ServiceReport(**d["service"]) if d.get("service") is not None else None
+        return cls(**{**d, "steps": steps, "service": service})

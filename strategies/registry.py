@@ -1,6 +1,8 @@
 """The strategy registry: ``@register("name")`` on a Strategy class, lookup by name or spec.
 
-A spec is ``name`` or ``name:key=value,key=value`` (e.g. ``flare_direct:theta=0.6,k=5``). Besides
+A spec is ``name`` or ``name:key=value,key=value`` (e.g. ``flare_direct:theta=0.6,k=5``). The
+spec is split at its first ``:``, its parameters at ``,`` and each at its first ``=``, so a value
+may hold ``:`` and ``=`` but no ``,`` (``http:url=http://127.0.0.1:8000/answer?v=2``). Besides
 the built-ins, a name may come from a plugin (:mod:`flarebench.strategies.plugins`): an installed
 entry point, imported when its name is first asked for, or a ``--plugin`` module.
 """
@@ -150,9 +152,11 @@ BUILTIN = (
     "flare_instruct",
     "adaptive",
 )
+#: The modules of the built-in strategies outside `all`: ``http`` (a deployed pipeline; it needs a url).
+BUILTIN_OUTSIDE_ALL = ("http_service",)
 
 
 def _load_builtin() -> None:
     # Importing the modules runs their @register decorators, in BUILTIN's order.
-    for module in BUILTIN:
+    for module in (*BUILTIN, *BUILTIN_OUTSIDE_ALL):
         importlib.import_module(f"{__package__}.{module}")

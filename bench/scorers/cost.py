@@ -5,12 +5,21 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from flarebench.bench.scorers.registry import LOWER, Column, Group, Scoring, scorer
-from flarebench.strategies.records import Trace
+import pandas as pd
+
+from flarebench.bench.scorers.registry import LOWER, Column, Group, Scoring, probes_without, scorer, unreported
+from flarebench.strategies.records import USAGE_KEYS, Trace
+
+#: The summary column of each usage count.
+PER_Q = {key: f"{key}_per_q" for key in ("lm_calls", "prompt_tokens", "evaluated_tokens", "completion_tokens")}
 
 
-def cost_row(trace: Trace, probe: Any, row: Mapping[str, Any]) -> dict[str, int]:
-    """``lm_calls`` and the prompt tokens sent, evaluated and completion tokens summed over them."""
+def cost_row(trace: Trace, probe: Any, row: Mapping[str, Any]) -> dict[str, float]:
+    """``lm_calls`` and the prompt tokens sent, evaluated and completion tokens summed over them;
+    for a service under test (``http``) the counts its ``usage`` reported, NaN for the others."""
+    if trace.service is not None:
+        usage = trace.service.usage or {}
+        return {key: float(usage[key]) if key in usage else float("nan") for key in PER_Q}
     calls = trace.lm_calls
     return {
         "lm_calls": len(calls),
@@ -18,6 +27,23 @@ def cost_row(trace: Trace, probe: Any, row: Mapping[str, Any]) -> dict[str, int]
         "evaluated_tokens": sum(c.evaluated_tokens for c in calls),
         "completion_tokens": sum(c.completion_tokens for c in calls),
     }
+
+
+def unreported_usage(summary: pd.DataFrame, scoring: Scoring) -> list[str]:
+    """Which counts a service did not report, and that a service's cost is not priced."""
+
+    def why(g: Group) -> str | None:
+        lacking = [k for k in PER_Q if g.rows[k].isna().any()]
+        if not lacking:
+            return None
+        if g.rows.loc[g.service, list(USAGE_KEYS)].isna().all().all():
+            return "the service reported no usage"
+        return f"the service reported no {', '.join(lacking)}{probes_without(g, lacking[0])}"
+
+    priced = "the price table prices the run's LM, not the service's model"
+    return unreported(summary, scoring, list(PER_Q.values()), why) + unreported(
+        summary, scoring, ["cost_per_q"], lambda g: priced
+    )
 
 
 def price_note(scoring: Scoring) -> str:
@@ -59,21 +85,16 @@ def price_note(scoring: Scoring) -> str:
     per_probe=cost_row,
     needs=("lm_calls", "prompt_tokens", "evaluated_tokens", "completion_tokens", "retrievals"),
     settings=price_note,
+    findings=unreported_usage,
 )
 def cost(g: Group) -> dict[str, float]:
-    """Means over every probe, failed ones included (their calls were made, and billed); cost_per_q
-    is NaN without a price."""
+    """Means over every probe, failed ones included (their calls were made, and billed); NaN where
+    a service did not report a count on some probe. cost_per_q is NaN without a price, and for a
+    service under test: its own model is not the run's LM the price is for."""
     price = g.scoring.price
-    if price is not None:
-        rows = g.rows
-        per_q = (rows[c].astype(float).mean() for c in ("prompt_tokens", "completion_tokens", "retrievals"))
+    if price is not None and not g.service.any():
+        per_q = (g.mean_of_all(c) for c in ("prompt_tokens", "completion_tokens", "retrievals"))
         cost_per_q = float(price.cost(*per_q))
     else:
         cost_per_q = float("nan")
-    return {
-        "lm_calls_per_q": g.mean("lm_calls"),
-        "prompt_tokens_per_q": g.mean("prompt_tokens"),
-        "evaluated_tokens_per_q": g.mean("evaluated_tokens"),
-        "completion_tokens_per_q": g.mean("completion_tokens"),
-        "cost_per_q": cost_per_q,
-    }
+    return {column: g.mean_of_all(key) for key, column in PER_Q.items()} | {"cost_per_q": cost_per_q}

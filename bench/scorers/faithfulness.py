@@ -51,7 +51,8 @@ def method_note(scoring: Scoring) -> str:
         "How faithfulness was scored: lexical-slots (offline: a claim is supported when one retrieved "
         "passage sentence, or a few adjacent ones, holds all its numbers, versions, ids and names, attached "
         "as the claim attaches them, and most of its other words; its measured agreement is in the notes), "
-        "ragas-faithfulness:openai:MODEL (a judge LM), or n/a: no context.",
+        "ragas-faithfulness:openai:MODEL (a judge LM), or n/a: no context (or, for a service under test, "
+        "n/a: retrievals not reported, or n/a: doc ids not in the corpus).",
     ),
     Column(
         "judge_parse_failures",

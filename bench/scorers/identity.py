@@ -2,9 +2,17 @@
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from typing import Any
 
 from flarebench.bench.scorers.registry import HIGHER, LOWER, Column, Group, scorer
+from flarebench.strategies.records import Trace
+
+
+def identity_row(trace: Trace, probe: Any, row: Mapping[str, Any]) -> dict[str, bool]:
+    """``service``: whether the trace came from a service under test (``http``), whose row holds
+    NaN, never 0, where the service did not report a quantity (the scorers after this one)."""
+    return {"service": trace.service is not None}
 
 
 @scorer(
@@ -30,6 +38,7 @@ from flarebench.bench.scorers.registry import HIGHER, LOWER, Column, Group, scor
         always_gated=True,
     ),
     order=10,
+    per_probe=identity_row,
 )
 def identity(g: Group) -> dict[str, Any]:
     """The spec, the probes scored and the probes that raised."""

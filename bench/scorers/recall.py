@@ -19,9 +19,10 @@ _DOC = (
 
 def recall_row(trace: Trace, probe: Any, row: Mapping[str, Any]) -> dict[str, float | None]:
     """``recall``: the share of the probe's gold doc ids in the union of every retrieval's doc ids;
-    None when the probe has no gold docs, 0.0 when it has some but nothing was retrieved."""
+    None when the probe has no gold docs, 0.0 when it has some but nothing was retrieved, None
+    when a service under test (``http``) did not list its retrievals (the summary is then missing)."""
     gold = set(getattr(probe, "gold_doc_ids", None) or [])
-    if not gold:
+    if not gold or (trace.service is not None and not trace.service.listed_retrievals):
         return {"recall": None}
     retrieved = {d for r in trace.retrievals for d in r.doc_ids}
     return {"recall": len(gold & retrieved) / len(gold)}
@@ -35,7 +36,10 @@ def recall_row(trace: Trace, probe: Any, row: Mapping[str, Any]) -> dict[str, fl
     needs=("recall",),
 )
 def recall(g: Group) -> dict[str, float]:
-    """The mean over the probes that have gold documents; NaN when none has."""
+    """The mean over the probes that have gold documents; NaN when none has, and when a service
+    did not list its retrievals (the retrieval scorer's ``retrievals`` NaN on some probe; its notes
+    say so)."""
     values = pd.to_numeric(g.rows["recall"], errors="coerce")
-    mean = float(values.mean()) if values.notna().any() else float("nan")
+    unknown = "retrievals" in g.rows and g.rows.loc[g.service, "retrievals"].isna().any()
+    mean = float(values.mean()) if values.notna().any() and not unknown else float("nan")
     return {"recall": mean, "recall_at_k": mean}

@@ -47,10 +47,12 @@ __all__ = [
     "columns",
     "load",
     "optional_columns",
+    "probes_without",
     "ratio",
     "scorer",
     "scorers",
     "summary_columns",
+    "unreported",
 ]
 
 #: ``Column.better``: a higher value is better (the gate bounds how far it may drop).
@@ -146,6 +148,20 @@ class Group:
         """The mean of ``column`` over every row, failed ones included."""
         return float(self.rows[column].mean())
 
+    @cached_property
+    def service(self) -> pd.Series:
+        """True on the rows whose trace came from a service under test (the ``http`` strategy):
+        what the service did not report is NaN in such a row (the identity scorer's ``service``)."""
+        rows = self.rows
+        if "service" not in rows:
+            return pd.Series(False, index=rows.index)
+        return rows["service"].astype(object).eq(True)
+
+    def mean_of_all(self, column: str) -> float:
+        """The mean of ``column`` over every row, failed ones included; NaN (missing) when some row
+        has no value: a mean over the probes a service reported would pass for the whole set's."""
+        return float(self.rows[column].astype(float).mean(skipna=False)) if len(self.rows) else float("nan")
+
     def by_probe(self, values: pd.Series) -> pd.Series:
         """``values`` (aligned with :attr:`rows`) as floats indexed by probe id, the last row of a
         probe kept; rows without a ``probe_id`` column are numbered."""
@@ -153,6 +169,33 @@ class Group:
         ids = rows["probe_id"] if "probe_id" in rows else pd.Series(range(len(rows)), index=rows.index)
         series = pd.Series(values.to_numpy(dtype=float), index=ids.astype(str).to_numpy())
         return series.groupby(level=0, sort=False).last()
+
+
+def unreported(
+    summary: pd.DataFrame, scoring: Scoring, columns: Sequence[str], why: Callable[[Group], str | None]
+) -> list[str]:
+    """Notes for the strategies whose traces came from a service under test and whose ``columns``
+    (those of them missing in the summary) are missing because the service did not report them:
+    ``COLUMNS: missing for SPEC: WHY``, one line per strategy. ``why(group)`` says what the service
+    did not report, or None when that is not why."""
+    lines = []
+    for _, row in summary.iterrows():
+        rows = scoring.groups.get(row["strategy"])
+        if rows is None:
+            continue
+        group = Group(row["strategy"], rows, scoring)
+        missing = [c for c in columns if c in row and pd.isna(row[c])]
+        if missing and group.service.any() and (reason := why(group)):
+            lines.append(f"{', '.join(missing)}: missing for {group.strategy}: {reason}")
+    return lines
+
+
+def probes_without(group: Group, column: str) -> str:
+    """`` on N of the M probes it answered`` when only some of the service's answers lack
+    ``column``; "" when all of them do (errored probes, which the service did not answer, aside)."""
+    answered = int(group.service.sum())
+    lacking = int(group.rows.loc[group.service, column].isna().sum()) if column in group.rows else answered
+    return "" if lacking == answered else f" on {lacking} of the {answered} probes it answered"
 
 
 def ratio(num: float, den: float) -> float:

@@ -5,18 +5,53 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from flarebench.bench.scorers.registry import LOWER, Column, Group, ratio, scorer
+import pandas as pd
+
+from flarebench.bench.scorers.registry import LOWER, Column, Group, Scoring, probes_without, ratio, scorer, unreported
 from flarebench.strategies.records import Trace
 
+NAN = float("nan")
 
-def retrieval_row(trace: Trace, probe: Any, row: Mapping[str, Any]) -> dict[str, int]:
+
+def retrieval_row(trace: Trace, probe: Any, row: Mapping[str, Any]) -> dict[str, float]:
     """``steps``, ``triggered_steps`` (steps that retrieved during generation) and ``retrievals``
-    (every retriever call, the first hop included)."""
+    (every retriever call, the first hop included). A service under test (``http``) reports no
+    generation steps (NaN), and its retrievals only when it lists them (NaN otherwise)."""
+    if trace.service is not None:
+        listed = trace.service.listed_retrievals
+        return {"steps": NAN, "triggered_steps": NAN, "retrievals": len(trace.retrievals) if listed else NAN}
     return {
         "steps": len(trace.steps),
         "triggered_steps": sum(1 for s in trace.steps if s.triggered),
         "retrievals": len(trace.retrievals),
     }
+
+
+#: The columns a service's traces leave missing, as it reports no generation steps (this scorer's and
+#: the triggering scorer's), and as it may list no retrievals (this scorer's and the recall scorer's).
+NO_STEPS = (
+    "retrieval_rate",
+    "triggered_share",
+    "retrievals_when_triggered",
+    "latency_p95_triggered_s",
+    "latency_p95_untriggered_s",
+)
+NO_RETRIEVALS = ("retrievals_per_q", "recall_at_k", "recall")
+
+
+def unreported_retrieval(summary: pd.DataFrame, scoring: Scoring) -> list[str]:
+    """A service reports no generation steps (so when it retrieved is unknown), and maybe no retrievals."""
+    steps = "a service reports no generation steps, so whether a retrieval fired during generation is unknown"
+    return unreported(summary, scoring, NO_STEPS, lambda g: steps) + unreported(
+        summary, scoring, NO_RETRIEVALS, unlisted
+    )
+
+
+def unlisted(g: Group) -> str | None:
+    """Why a service's retrieval columns are missing: it listed no retrievals (on some probes)."""
+    if not g.rows.loc[g.service, "retrievals"].isna().any():
+        return None
+    return f"the service reported no retrievals{probes_without(g, 'retrievals')}"
 
 
 @scorer(
@@ -36,11 +71,14 @@ def retrieval_row(trace: Trace, probe: Any, row: Mapping[str, Any]) -> dict[str,
     order=60,
     per_probe=retrieval_row,
     needs=("steps", "triggered_steps", "retrievals"),
+    findings=unreported_retrieval,
 )
 def retrieval(g: Group) -> dict[str, float]:
     """The retrieval rate is a ratio of sums, not a mean of per-probe ratios: every generation step
-    weighs the same."""
+    weighs the same. Both are NaN where a service did not report what they count."""
+    steps, triggered = g.rows["steps"].astype(float), g.rows["triggered_steps"].astype(float)
+    unknown = steps.isna().any() or triggered.isna().any()
     return {
-        "retrieval_rate": ratio(g.rows["triggered_steps"].sum(), g.rows["steps"].sum()),
-        "retrievals_per_q": g.mean("retrievals"),
+        "retrieval_rate": NAN if unknown else ratio(triggered.sum(), steps.sum()),
+        "retrievals_per_q": g.mean_of_all("retrievals"),
     }

@@ -36,7 +36,8 @@ end (an answer cut by the token cap) counts as a sentence too.
 Per answer, ``ttfs_s`` is its first sentence's time, and ``stall_s`` the longest wait between the
 ends of two consecutive sentences (none with fewer than two). An answer without a sentence (an
 empty output) and a probe that raised have neither: they are left out of the percentiles, never
-counted 0, and a percentile with nothing to take it over is empty.
+counted 0, and a percentile with nothing to take it over is empty. Nor has the answer of a service
+under test (``http``): it arrives whole, and how the service would stream it is not observed.
 """
 
 from __future__ import annotations
@@ -49,7 +50,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from flarebench.bench.scorers.registry import LOWER, Column, Group, scorer
+from flarebench.bench.scorers.registry import LOWER, Column, Group, Scoring, scorer, unreported
 from flarebench.strategies.flare_instruct import SEARCH_CALL_RE
 from flarebench.strategies.records import ADAPTIVE, LOW_CONFIDENCE, LMCall, Retrieval, Step, Trace
 from flarebench.strategies.sentences import split_sentences
@@ -145,12 +146,19 @@ def sentence_times(trace: Trace) -> list[float]:
 
 def streaming_row(trace: Trace, probe: Any, row: Mapping[str, Any]) -> dict[str, float | None]:
     """``ttfs_s`` (seconds to the first shown sentence) and ``stall_s`` (the longest wait between
-    two consecutive shown sentences); None when the answer has no sentence, or fewer than two."""
-    ends = sentence_times(trace)
+    two consecutive shown sentences); None when the answer has no sentence, or fewer than two, and
+    for a service under test (its answer arrives whole: how it would stream is unknown)."""
+    ends = sentence_times(trace) if trace.service is None else []
     return {
         "ttfs_s": ends[0] if ends else None,
         "stall_s": float(max(np.diff(ends))) if len(ends) >= 2 else None,
     }
+
+
+def unreported_stream(summary: pd.DataFrame, scoring: Scoring) -> list[str]:
+    """A service's answer arrives whole."""
+    why = "a service's answer arrives whole: when its sentences would reach a reader is unknown"
+    return unreported(summary, scoring, ("ttfs_p50_s", "ttfs_p95_s", "stall_p95_s"), lambda g: why)
 
 
 _MODEL = "on the trace's timeline of LM calls and retrievals (see docs/metrics.md, Streaming)"
@@ -180,6 +188,7 @@ _MODEL = "on the trace's timeline of LM calls and retrievals (see docs/metrics.m
     order=85,
     per_probe=streaming_row,
     needs=("ttfs_s", "stall_s"),
+    findings=unreported_stream,
 )
 def streaming(g: Group) -> dict[str, float | None]:
     """numpy's default percentile method over the answers that have the value, failed probes left out."""

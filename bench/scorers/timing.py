@@ -5,17 +5,31 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from flarebench.bench.scorers.registry import LOWER, Column, Group, ratio, scorer
+import pandas as pd
+
+from flarebench.bench.scorers.registry import LOWER, Column, Group, Scoring, ratio, scorer, unreported
 from flarebench.strategies.records import Trace
+
+NAN = float("nan")
 
 
 def timing_row(trace: Trace, probe: Any, row: Mapping[str, Any]) -> dict[str, float]:
     """``lm_s`` and ``retrieval_s`` (as the LM and the retriever timed their calls) and ``harness_s``:
-    what the runner spent outside them (prompting, parsing, caching)."""
+    what the runner spent outside them (prompting, parsing, caching). NaN for a service under test
+    (``http``): flarebench times it end to end only (``latency_s``)."""
+    if trace.service is not None:
+        return {"lm_s": NAN, "retrieval_s": NAN, "harness_s": NAN}
     lm_s = float(sum(c.seconds for c in trace.lm_calls))
     retrieval_s = float(sum(r.seconds for r in trace.retrievals))
     # Clamped at 0: timer granularity can make the parts sum slightly above the wall time.
     return {"lm_s": lm_s, "retrieval_s": retrieval_s, "harness_s": max(0.0, row["latency_s"] - lm_s - retrieval_s)}
+
+
+def unreported_time(summary: pd.DataFrame, scoring: Scoring) -> list[str]:
+    """A service is timed end to end only."""
+    columns = ("lm_s_per_q", "retrieval_s_per_q", "harness_s_per_q", "harness_share")
+    why = "a service is timed end to end only (latency_p50_s, latency_p95_s): where its time went is unknown"
+    return unreported(summary, scoring, columns, lambda g: why)
 
 
 @scorer(
@@ -35,12 +49,14 @@ def timing_row(trace: Trace, probe: Any, row: Mapping[str, Any]) -> dict[str, fl
     order=100,
     per_probe=timing_row,
     needs=("lm_s", "retrieval_s", "harness_s", "latency_s"),
+    findings=unreported_time,
 )
 def timing(g: Group) -> dict[str, float]:
-    """Means over every probe; the harness share is a ratio of sums."""
+    """Means over every probe; the harness share is a ratio of sums. NaN for a service under test."""
+    harness = g.rows["harness_s"].astype(float)
     return {
-        "lm_s_per_q": g.mean("lm_s"),
-        "retrieval_s_per_q": g.mean("retrieval_s"),
-        "harness_s_per_q": g.mean("harness_s"),
-        "harness_share": ratio(g.rows["harness_s"].sum(), g.rows["latency_s"].sum()),
+        "lm_s_per_q": g.mean_of_all("lm_s"),
+        "retrieval_s_per_q": g.mean_of_all("retrieval_s"),
+        "harness_s_per_q": g.mean_of_all("harness_s"),
+        "harness_share": NAN if harness.isna().any() else ratio(harness.sum(), g.rows["latency_s"].sum()),
     }

@@ -3,7 +3,9 @@ and what the answers cost in tokens and money against the reference strategy on 
 These are the rows of an adoption study's before/after table (single-shot retrieval against FLARE).
 
 A question "triggered" when at least one generation step retrieved (the first-hop retrieval with
-the question does not count, as in ``retrieval_rate``).
+the question does not count, as in ``retrieval_rate``). A service under test (``http``) reports no
+generation steps, so its triggering columns are missing, and so are its relative tokens where it
+reported no usage and its relative cost (the retrieval and cost scorers' notes say so).
 """
 
 from __future__ import annotations
@@ -24,9 +26,10 @@ def _tokens(g: Group) -> pd.Series:
 
 
 def _cost(g: Group) -> pd.Series | None:
-    """USD per probe at the run's prices, or None when the model is not priced."""
+    """USD per probe at the run's prices, or None when the model is not priced or a service answered
+    (the price is the run's LM's, not the service's model's)."""
     price = g.scoring.price
-    if price is None:
+    if price is None or g.service.any():
         return None
     rows = g.rows
     usd = [price.cost(p, c, r) for p, c, r in zip(rows["prompt_tokens"], rows["completion_tokens"], rows["retrievals"])]
@@ -34,10 +37,13 @@ def _cost(g: Group) -> pd.Series | None:
 
 
 def _relative(mine: pd.Series | None, theirs: pd.Series | None, probes: list[str]) -> float | None:
-    """sum(mine) / sum(theirs) - 1 over ``probes`` both have; None when there is nothing to divide by."""
+    """sum(mine) / sum(theirs) - 1 over ``probes`` both have; None when there is nothing to divide by,
+    or when a value is missing on some of them (a service that did not report its tokens)."""
     if mine is None or theirs is None:
         return None
     common = [p for p in probes if p in theirs.index]
+    if mine[common].isna().any() or theirs[common].isna().any():
+        return None
     den = float(theirs[common].sum()) if common else 0.0
     return float(mine[common].sum()) / den - 1.0 if den else None
 
@@ -108,6 +114,11 @@ def triggering(g: Group) -> dict[str, Any]:
     ref = Group(reference, g.scoring.groups[reference], g.scoring) if reference in g.scoring.groups else None
     tokens, ref_tokens = _tokens(g), _tokens(ref) if ref is not None else None
     cost, ref_cost = _cost(g), _cost(ref) if ref is not None else None
+    if g.rows["triggered_steps"].isna().any():  # a service under test: where it retrieved is unknown
+        return {
+            "tokens_rel_blended": _relative(tokens, ref_tokens, all_ids),
+            "cost_rel_blended": _relative(cost, ref_cost, all_ids),
+        }
     return {
         "triggered_share": float(fired_rows.mean()) if len(fired_rows) else None,
         "retrievals_when_triggered": (
