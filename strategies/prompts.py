@@ -150,6 +150,9 @@ class PromptTemplate:
     exemplars: tuple[Exemplar, ...] = EXEMPLARS
     #: Replaces the default instruction (e.g. FLARE instruct's, which teaches search calls).
     instruction: str | None = None
+    #: The line after the question that the answer continues (self_ask's "Are follow up questions
+    #: needed here:", which the model answers before its follow-up questions).
+    answer_label: str = "Answer:"
 
     @functools.cached_property
     def static(self) -> str:
@@ -158,7 +161,7 @@ class PromptTemplate:
         for ex in self.exemplars:
             if self.open_book:
                 parts.append(format_docs(ex.docs))
-            parts.append(f"Question: {ex.question}\nAnswer: {ex.answer}\n\n")
+            parts.append(f"Question: {ex.question}\n{self.answer_label} {ex.answer}\n\n")
         return "".join(parts)
 
     def sample(self) -> str:
@@ -169,10 +172,11 @@ class PromptTemplate:
     def build(self, question: str, docs: list[Passage] = (), answer_so_far: str = "") -> Prompt:
         """The prompt for ``question`` with ``docs`` in context and the answer generated so far.
 
-        The prompt ends at "Answer:" with no space, so the model writes the space-led tokens it saw
-        in the exemplars; ``answer_so_far`` is the raw text generated so far (space included)."""
+        The prompt ends at the answer label ("Answer:") with no space, so the model writes the
+        space-led tokens it saw in the exemplars; ``answer_so_far`` is the raw text generated so far
+        (space included)."""
         head = format_docs(docs) if self.open_book else ""
-        return Prompt(self.static, f"{head}Question: {question}\nAnswer:{answer_so_far}")
+        return Prompt(self.static, f"{head}Question: {question}\n{self.answer_label}{answer_so_far}")
 
 
 #: The default templates: open book (with documents) and closed book, for short and long answers.
