@@ -150,6 +150,9 @@ class PromptTemplate:
     exemplars: tuple[Exemplar, ...] = EXEMPLARS
     #: Replaces the default instruction (e.g. FLARE instruct's, which teaches search calls).
     instruction: str | None = None
+    #: The line after the question that the answer continues (self_ask's "Are follow up questions
+    #: needed here:", which the model answers before its follow-up questions).
+    answer_label: str = "Answer:"
 
     @functools.cached_property
     def static(self) -> str:
@@ -158,7 +161,7 @@ class PromptTemplate:
         for ex in self.exemplars:
             if self.open_book:
                 parts.append(format_docs(ex.docs))
-            parts.append(f"Question: {ex.question}\nAnswer: {ex.answer}\n\n")
+            parts.append(f"Question: {ex.question}\n{self.answer_label} {ex.answer}\n\n")
         return "".join(parts)
 
     def sample(self, late_docs: bool = False) -> str:
@@ -173,14 +176,14 @@ class PromptTemplate:
     ) -> Prompt:
         """The prompt for ``question`` with ``docs`` in context and the answer generated so far.
 
-        The prompt ends at "Answer:" with no space, so the model writes the space-led tokens it saw
-        in the exemplars; ``answer_so_far`` is the raw text generated so far (space included).
-        ``late_docs`` (open book only) form a second block after the question, right before the
-        answer, numbered on from ``docs``: changing them leaves the prompt up to the question as it
-        was, so a backend reuses its state (flare_direct's ``placement=near_pause``)."""
+        The prompt ends at the answer label ("Answer:") with no space, so the model writes the
+        space-led tokens it saw in the exemplars; ``answer_so_far`` is the raw text generated so far
+        (space included). ``late_docs`` (open book only) form a second block after the question,
+        right before the answer, numbered on from ``docs``: changing them leaves the prompt up to the
+        question as it was, so a backend reuses its state (flare_direct's ``placement=near_pause``)."""
         head = format_docs(docs) if self.open_book else ""
         late = format_docs(late_docs, len(docs) + 1) if self.open_book and late_docs else ""
-        return Prompt(self.static, f"{head}Question: {question}\n{late}Answer:{answer_so_far}")
+        return Prompt(self.static, f"{head}Question: {question}\n{late}{self.answer_label}{answer_so_far}")
 
 
 #: The default templates: open book (with documents) and closed book, for short and long answers.

@@ -103,6 +103,7 @@ FIXED_INTERVAL = "fixed_interval"  # every `interval` tokens or every sentence
 SEARCH_CALL = "search_call"  # FLARE instruct: the model wrote [Search(query)]
 IRCOT_STEP = "ircot_step"  # IRCoT: retrieve with the last chain-of-thought sentence
 ADAPTIVE = "adaptive"  # adaptive: its trigger fired on the closed-book draft; retrieve once with the question
+FOLLOW_UP = "follow_up"  # self_ask: the model asked a follow-up question; retrieve with it
 SERVICE = "service"  # a retrieval a service under test reported (http): when it ran, and how long, is unknown
 
 #: The counts a service under test may report in its ``usage`` (:attr:`ServiceReport.usage`).

@@ -148,6 +148,7 @@ BUILTIN = (
     "single_time",
     "fixed_interval",
     "ircot",
+    "self_ask",
     "flare_direct",
     "flare_instruct",
     "adaptive",

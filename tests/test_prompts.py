@@ -83,7 +83,17 @@ def test_long_templates_show_multi_sentence_answers_without_a_final_answer_state
 
 
 @pytest.mark.parametrize(
-    "name", ["no_retrieval", "single_time", "fixed_interval", "ircot", "flare_direct", "flare_instruct", "adaptive"]
+    "name",
+    [
+        "no_retrieval",
+        "single_time",
+        "fixed_interval",
+        "ircot",
+        "self_ask",
+        "flare_direct",
+        "flare_instruct",
+        "adaptive",
+    ],
 )
 def test_every_strategy_answers_in_the_form_it_is_given(name):
     """A long-form strategy sends only long-form prompts (and a short one only short ones), and its

@@ -6,8 +6,9 @@ longest pause between two sentences while active retrieval runs.
 order :func:`events` gives: step by step, and within a step
 
 * the retrievals first: each strategy retrieves before the call that uses the documents (the
-  first hop before the first step; ``fixed_interval``, ``ircot`` and ``flare_instruct`` record a
-  retrieval on the step whose call it served), then the step's calls in their recorded order;
+  first hop before the first step; ``fixed_interval``, ``ircot``, ``self_ask`` and
+  ``flare_instruct`` record a retrieval on the step whose call it served), then the step's calls in
+  their recorded order;
 * except FLARE direct's retrievals during a step (reason ``low_confidence``): the draft (and, with
   explicit queries, the question-generation calls, purpose ``query``) come first, then those
   retrievals, then the ``regenerate`` call; adaptive's retrieval (reason ``adaptive``) likewise
