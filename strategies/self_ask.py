@@ -39,6 +39,8 @@ TURN_STOP = (INTERMEDIATE, *STOP)
 LINE_STOP = ("\n",)
 #: What the harness writes to ask for the final answer (short answers only).
 FINAL_CUE = f"\n{ANSWER_MARK}"
+#: What the harness writes after a bare "Yes.", to ask for the follow-up question it announced.
+FOLLOW_UP_CUE = f"\n{FOLLOW_UP_MARK}"
 
 
 def _pad(*rounds: tuple[str, str], final: str = "") -> str:
@@ -151,7 +153,7 @@ class SelfAsk(Strategy):
         def render(tail: str) -> str:
             return self.template.build("<question>", [Passage("<id>", "<title>", "<text>")], f"<so far>{tail}").text
 
-        tails = ("", INTERMEDIATE, FINAL_CUE) if self.answer_form == "short" else ("", INTERMEDIATE)
+        tails = ("", FOLLOW_UP_CUE, INTERMEDIATE) + ((FINAL_CUE,) if self.answer_form == "short" else ())
         return {"prompts": [render(t) for t in tails], "stops": [list(TURN_STOP), list(LINE_STOP)]}
 
     def run(self, question: str, lm: LM, retriever: Retriever) -> Trace:
@@ -163,13 +165,25 @@ class SelfAsk(Strategy):
             prompt = self.template.build(question, docs, scratch)
             call = lm.generate(prompt, self.max_tokens - used, stop=TURN_STOP, purpose="follow_up")
             used += call.completion_tokens
-            turn = read_turn(call.text)
+            calls, turn = [call], read_turn(call.text)
+            if _BARE_YES.fullmatch(call.text) and asked < self.max_follow_ups and used < self.max_tokens:
+                # "Yes." and nothing more (a small model stops there): the harness writes the label
+                # of the line it announced, as it writes the final-answer cue, and the model asks.
+                cued = call.text.rstrip() + FOLLOW_UP_CUE
+                call = lm.generate(
+                    self.template.build(question, docs, scratch + cued),
+                    self.max_tokens - used,
+                    stop=TURN_STOP,
+                    purpose="follow_up",
+                )
+                used += call.completion_tokens
+                calls, turn = [*calls, call], read_turn(cued + call.text)
             if turn.question is not None and asked == self.max_follow_ups:
                 # Over the cap: the question goes unanswered and stays out of the prompt.
-                steps.append(Step("", [call], pending))
+                steps.append(Step("", calls, pending))
                 capped = "step_cap"
                 break
-            steps.append(Step(_said(turn.said), [call], pending))
+            steps.append(Step(_said(turn.said), calls, pending))
             scratch, answer = scratch + turn.scratch, answer + _said(turn.said)
             if turn.question is None or used >= self.max_tokens or states_answer(answer):
                 break
@@ -211,6 +225,7 @@ class Turn:
 
 # The decision the model writes after LABEL, at the start of its first turn.
 _DECISION_RE = re.compile(r"\s*(?:yes|no)\.", re.IGNORECASE)
+_BARE_YES = re.compile(r"\s*yes\.\s*", re.IGNORECASE)
 
 
 def read_turn(text: str) -> Turn:

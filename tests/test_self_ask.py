@@ -12,7 +12,15 @@ from flarebench.strategies.lm import GenerationRequest
 from flarebench.strategies.prompts import EXEMPLARS, LONG_EXEMPLARS, PromptTemplate, extract_answer
 from flarebench.strategies.records import FIRST_HOP, FOLLOW_UP
 from flarebench.strategies.registry import SpecError
-from flarebench.strategies.self_ask import FINAL_CUE, INTERMEDIATE, LABEL, LINE_STOP, TURN_STOP, read_turn
+from flarebench.strategies.self_ask import (
+    FINAL_CUE,
+    FOLLOW_UP_CUE,
+    INTERMEDIATE,
+    LABEL,
+    LINE_STOP,
+    TURN_STOP,
+    read_turn,
+)
 from tests.scripted import ScriptedLM, ScriptedRetriever
 
 QUESTION = "Who is the mother of the friend of Ivo Lanark?"
@@ -99,6 +107,21 @@ def test_no_follow_up_needed_answers_directly():
     assert trace.answer == "baker"
 
 
+def test_a_bare_yes_gets_the_follow_up_label_written_for_it():
+    # SmolLM2-135M writes " Yes." and stops: the harness writes "Follow up:" and the model asks.
+    lm = ScriptedLM([" Yes.", " Who is the friend of Ivo Lanark?", FRIEND, ANSWERS])
+    retriever = ScriptedRetriever([three("q"), three("a")])
+    trace = parse_spec("self_ask").run(QUESTION, lm, retriever)
+    assert retriever.queries == [QUESTION, "Who is the friend of Ivo Lanark?"]
+    assert lm.requests[1].prompt.dynamic.endswith(f"{LABEL} Yes.{FOLLOW_UP_CUE}")
+    assert lm.requests[2].prompt.dynamic.endswith(f"{LABEL}{ASK_FRIEND}{INTERMEDIATE}")
+    assert [len(s.lm_calls) for s in trace.steps] == [2, 1, 1] and trace.answer == "Rosa Tull"
+    # Once the cap is spent, a bare "Yes." is not answered with a cue.
+    lm = ScriptedLM([" Yes.", "So the answer is Bea Tull."])
+    trace = parse_spec("self_ask:max_follow_ups=0").run(QUESTION, lm, ScriptedRetriever([three("q")]))
+    assert [r.purpose for r in lm.requests] == ["follow_up", "final"]
+
+
 def test_a_turn_that_neither_asks_nor_answers_gets_the_final_answer_asked_for():
     lm = ScriptedLM([" Yes.\nThe friend of Ivo Lanark is Bea Tull.", " Bea Tull."])
     trace = parse_spec("self_ask").run(QUESTION, lm, ScriptedRetriever([three("q")]))
@@ -176,9 +199,9 @@ def test_request_shape_holds_every_prompt_it_sends(monkeypatch):
     short, long = parse_spec("self_ask"), parse_spec("self_ask", LONG_ANSWER_DEFAULTS)
     prompts = short.request_shape()["prompts"]
     assert all(p.startswith(short.template.static) for p in prompts)
-    tails = ("", INTERMEDIATE, FINAL_CUE)
-    assert [p.endswith(f"{LABEL}<so far>{tail}") for p, tail in zip(prompts, tails, strict=True)] == [True] * 3
-    assert len(long.request_shape()["prompts"]) == 2  # a long answer is never asked for a final statement
+    tails = ("", FOLLOW_UP_CUE, INTERMEDIATE, FINAL_CUE)
+    assert [p.endswith(f"{LABEL}<so far>{tail}") for p, tail in zip(prompts, tails, strict=True)] == [True] * 4
+    assert len(long.request_shape()["prompts"]) == 3  # a long answer is never asked for a final statement
     assert short.request_shape()["stops"] == [list(TURN_STOP), list(LINE_STOP)]
     before = short.request_sha256()
     assert before != long.request_sha256()
