@@ -13,7 +13,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import TypeVar
 
-from flarebench.strategies import plugins
+import flarebench.strategies.plugins as plugins
 from flarebench.strategies.lm import LM, LMError
 from flarebench.strategies.retriever import CorpusDoc, Retriever, cache_root
 

@@ -16,7 +16,7 @@ import typing
 from collections.abc import Callable
 from typing import Any, Literal
 
-from flarebench.strategies import plugins
+import flarebench.strategies.plugins as plugins
 from flarebench.strategies.base import Strategy
 
 _REGISTRY: dict[str, type[Strategy]] = {}
