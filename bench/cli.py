@@ -46,7 +46,7 @@ def _run(args: argparse.Namespace, study: dict | None = None) -> int:
     session = _session(args, study)
     failed = []
     gating = session.gating
-    try:
+    with session.closing():
         gating.warm_up(session)
         for spec in session.specs:
             try:
@@ -67,16 +67,9 @@ def _run(args: argparse.Namespace, study: dict | None = None) -> int:
                     print(f"  {line}", file=sys.stderr)
                 if spec not in failed:
                     failed.append(spec)
-        # Written while the run folder's lock is still held (close() releases it).
+        # Written while the run folder's lock is still held (close() releases it); main() says
+        # how to resume an interrupted run.
         session.write_report()
-    except (KeyboardInterrupt, LMUnavailable):
-        # Ctrl-C, or the LM server went away: what finished is summarised and the run is marked
-        # interrupted (report.html waits for `report RUN_DIR`); main() says how to resume.
-        session.write_summary()
-        session.mark_interrupted()
-        raise
-    finally:
-        session.close()
     print("\n".join(session.closing_lines()))
     if gating.save_to is not None:
         note = gating.save(session.summary())
@@ -159,7 +152,7 @@ def _calibrated(args: argparse.Namespace, plans: dict, goal, kind: str) -> int:
     }
     session = _session(args, study)
     failed, chosen = [], {}
-    try:
+    with session.closing():
         try:
             dev_ids, test_ids = split([p.id for p in session.selected], args.dev_fraction, args.seed)
         except CalibrationError as e:
@@ -196,12 +189,6 @@ def _calibrated(args: argparse.Namespace, plans: dict, goal, kind: str) -> int:
         session.focus(final, test)
         session.write_summary()
         session.write_report()
-    except (KeyboardInterrupt, LMUnavailable):
-        session.write_summary()
-        session.mark_interrupted()
-        raise
-    finally:
-        session.close()
     print("\n".join(session.closing_lines()))
     print(format_table(calibration_table(session.summary(), study)))
     if chosen:

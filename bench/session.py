@@ -6,6 +6,7 @@ Both the pytest plugin and the ``flarebench`` console script drive runs through 
 
 from __future__ import annotations
 
+import contextlib
 import datetime as dt
 import hashlib
 import json
@@ -13,6 +14,7 @@ import platform
 import shutil
 import sys
 import time
+from collections.abc import Iterator
 from dataclasses import dataclass, field
 from importlib import metadata
 from pathlib import Path
@@ -459,6 +461,20 @@ class BenchSession:
         complete = all(spec in self.results and len(self.results[spec]) == len(self.selected) for spec in self.specs)
         write_summary(self.run_dir, self.summary(), self.config, self.study)
         self._write_run_json(self.run_dir, status="complete" if complete else "partial")
+
+    @contextlib.contextmanager
+    def closing(self) -> Iterator[BenchSession]:
+        """The body of a command's run: on Ctrl-C or an unreachable LM, what finished is summarised
+        and the run marked interrupted before the error goes on (report.html waits for ``report
+        RUN_DIR``); the session is closed on every way out."""
+        try:
+            yield self
+        except (KeyboardInterrupt, LMUnavailable):
+            self.write_summary()
+            self.mark_interrupted()
+            raise
+        finally:
+            self.close()
 
     def mark_interrupted(self) -> None:
         """Record in run.json that the run was stopped (Ctrl-C); its finished probes are kept."""
