@@ -5,28 +5,20 @@ the same summary."""
 from __future__ import annotations
 
 import json
-import os
-import shutil
 import subprocess
-import sys
-from pathlib import Path
 
 import pandas as pd
 import pytest
 
+from tests.console import FLAREBENCH, env
+
 pytestmark = pytest.mark.model
-
-FLAREBENCH = shutil.which("flarebench") or str(Path(sys.executable).with_name("flarebench"))
-
-
-def _env(tmp_path: Path) -> dict[str, str]:
-    return {**os.environ, "FLAREBENCH_CACHE": os.environ.get("FLAREBENCH_CACHE", str(tmp_path / "cache"))}
 
 
 def test_compare_runs_the_bounds_and_writes_the_oracle_row(tmp_path):
     run_dir = tmp_path / "compare"
     cmd = [FLAREBENCH, "compare", "--strategy", "single_time", "--strategy", "no_retrieval", "--limit", "2"]
-    done = subprocess.run([*cmd, "--report-dir", str(run_dir)], capture_output=True, text=True, env=_env(tmp_path))
+    done = subprocess.run([*cmd, "--report-dir", str(run_dir)], capture_output=True, text=True, env=env(tmp_path))
     assert done.returncode == 0, done.stderr[-2000:]
     assert "[3/3] flare_direct:theta=1" in done.stderr and "Traceback" not in done.stderr
     info = json.loads((run_dir / "run.json").read_text())
@@ -42,7 +34,7 @@ def test_compare_runs_the_bounds_and_writes_the_oracle_row(tmp_path):
     assert "headroom_captured" in summary.columns and "oracle" in done.stdout
     # Rescoring the folder gives the same files.
     before = {name: (run_dir / name).read_bytes() for name in ("summary.csv", "summary.md", "adoption.md")}
-    again = subprocess.run([FLAREBENCH, "report", str(run_dir)], capture_output=True, text=True, env=_env(tmp_path))
+    again = subprocess.run([FLAREBENCH, "report", str(run_dir)], capture_output=True, text=True, env=env(tmp_path))
     assert again.returncode == 0, again.stderr[-2000:]
     assert {name: (run_dir / name).read_bytes() for name in before} == before
 
@@ -50,7 +42,7 @@ def test_compare_runs_the_bounds_and_writes_the_oracle_row(tmp_path):
 def test_compare_does_not_add_a_bound_the_specs_hold(tmp_path):
     run_dir = tmp_path / "compare"
     cmd = [FLAREBENCH, "compare", "--strategy", "no_retrieval", "--strategy", "flare_direct:theta=1.0", "--limit", "1"]
-    done = subprocess.run([*cmd, "--report-dir", str(run_dir)], capture_output=True, text=True, env=_env(tmp_path))
+    done = subprocess.run([*cmd, "--report-dir", str(run_dir)], capture_output=True, text=True, env=env(tmp_path))
     assert done.returncode == 0, done.stderr[-2000:]
     summary = pd.read_csv(run_dir / "summary.csv")
     assert list(summary["strategy"]) == ["no_retrieval", "flare_direct:theta=1.0", "oracle"]

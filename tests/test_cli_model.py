@@ -5,30 +5,23 @@ finished probe, and the same command resumes and finishes it with the answers of
 from __future__ import annotations
 
 import json
-import os
-import shutil
 import signal
 import subprocess
-import sys
 import time
 from pathlib import Path
 
 import pandas as pd
 import pytest
 
+from tests.console import FLAREBENCH, env
+
 pytestmark = pytest.mark.model
-
-FLAREBENCH = shutil.which("flarebench") or str(Path(sys.executable).with_name("flarebench"))
-
-
-def _env(tmp_path: Path) -> dict[str, str]:
-    return {**os.environ, "FLAREBENCH_CACHE": os.environ.get("FLAREBENCH_CACHE", str(tmp_path / "cache"))}
 
 
 def test_sweep_over_theta_end_to_end(tmp_path):
     run_dir = tmp_path / "sweep"
     cmd = [FLAREBENCH, "sweep", "--strategy", "flare_direct", "--param", "theta=0,1", "--limit", "1"]
-    done = subprocess.run([*cmd, "--report-dir", str(run_dir)], capture_output=True, text=True, env=_env(tmp_path))
+    done = subprocess.run([*cmd, "--report-dir", str(run_dir)], capture_output=True, text=True, env=env(tmp_path))
     assert done.returncode == 0, done.stderr[-2000:]
     summary = pd.read_csv(run_dir / "summary.csv")
     assert list(summary["strategy"]) == ["flare_direct:theta=0", "flare_direct:theta=1"]
@@ -49,7 +42,7 @@ def test_ctrl_c_keeps_finished_probes_and_the_same_command_resumes(tmp_path):
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,
         text=True,
-        env=_env(tmp_path),
+        env=env(tmp_path),
         preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL),
     )
     traces = run_dir / "traces.jsonl"
@@ -66,7 +59,7 @@ def test_ctrl_c_keeps_finished_probes_and_the_same_command_resumes(tmp_path):
     assert 1 <= len(kept) < 3
     assert json.loads((run_dir / "run.json").read_text())["status"] == "interrupted"
 
-    done = subprocess.run(cmd, capture_output=True, text=True, env=_env(tmp_path))
+    done = subprocess.run(cmd, capture_output=True, text=True, env=env(tmp_path))
     assert done.returncode == 0, done.stderr[-2000:]
     lines = traces.read_text().splitlines()
     assert lines[: len(kept)] == kept  # what finished before Ctrl-C is kept as it was, not redone
@@ -75,7 +68,7 @@ def test_ctrl_c_keeps_finished_probes_and_the_same_command_resumes(tmp_path):
     assert (run_dir / "report.html").exists()
     # The interrupted-and-resumed run gives what an uninterrupted one gives.
     whole = tmp_path / "whole"
-    done = subprocess.run([*cmd[:-1], str(whole)], capture_output=True, text=True, env=_env(tmp_path))
+    done = subprocess.run([*cmd[:-1], str(whole)], capture_output=True, text=True, env=env(tmp_path))
     assert done.returncode == 0, done.stderr[-2000:]
 
     def outputs(folder: Path) -> dict[str, str]:
@@ -89,7 +82,7 @@ def test_calibrate_chooses_on_dev_reports_test_and_rebuilds_the_same(tmp_path):
     run_dir = tmp_path / "calibrated"
     cmd = [FLAREBENCH, "calibrate", "--strategy", "flare_direct", "--target", "retrieval_rate=0.5"]
     cmd += ["--values", "0,0.5,1", "--limit", "4", "--report-dir", str(run_dir)]
-    done = subprocess.run(cmd, capture_output=True, text=True, env=_env(tmp_path))
+    done = subprocess.run(cmd, capture_output=True, text=True, env=env(tmp_path))
     assert done.returncode == 0, done.stderr[-2000:]
     info = json.loads((run_dir / "run.json").read_text())
     study = info["study"]
@@ -112,6 +105,6 @@ def test_calibrate_chooses_on_dev_reports_test_and_rebuilds_the_same(tmp_path):
     ]
     assert test_calls and not any(c["cached"] for c in test_calls)
     before = (run_dir / "summary.csv").read_bytes(), (run_dir / "calibration.csv").read_bytes()
-    again = subprocess.run([FLAREBENCH, "report", str(run_dir)], capture_output=True, text=True, env=_env(tmp_path))
+    again = subprocess.run([FLAREBENCH, "report", str(run_dir)], capture_output=True, text=True, env=env(tmp_path))
     assert again.returncode == 0, again.stderr[-2000:]
     assert ((run_dir / "summary.csv").read_bytes(), (run_dir / "calibration.csv").read_bytes()) == before
