@@ -149,6 +149,7 @@ BUILTIN = (
     "flare_direct",
     "flare_instruct",
     "adaptive",
+    "tool_search",
 )
 
 
