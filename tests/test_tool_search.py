@@ -336,3 +336,41 @@ def test_tool_search_through_a_llama_cpp_servers_tools(tmp_path, phantom, retrie
             assert any(m["role"] == "tool" and m["tool_call_id"] == c.id for m in after.messages)
     assert lm.turns[-1][0].tools == [] or len(lm.turns) < 3
     print(_counts(trace), [len(c.tool_calls or []) for _, c in lm.turns], repr(trace.output[:80]))
+
+
+# ------------------------------------------------------------------------------------------
+# The tool_calls scorer
+# ------------------------------------------------------------------------------------------
+
+
+def test_the_summary_counts_parsed_and_malformed_calls_and_leaves_other_strategies_empty(phantom):
+    import math
+
+    import pandas as pd
+
+    from flarebench.bench.metrics import probe_row, summarize
+
+    probes = phantom.probes[:2]
+    rows = []
+    for probe, script in zip(
+        probes, ([[_call("q"), _call(None, 1)], "So the answer is Ann."], ["So the answer is Bo."])
+    ):
+        trace, _, _ = _run(script, "tool_search:max_searches=1")
+        trace.probe_id, trace.strategy = probe.id, "tool_search"
+        rows.append(probe_row(trace, probe))
+        other = Trace(
+            probe.question, "So the answer is Ann.", "Ann", "answer", probe_id=probe.id, strategy="no_retrieval"
+        )
+        rows.append(probe_row(other, probe))
+    summary = summarize(pd.DataFrame(rows)).set_index("strategy")
+    assert summary.loc["tool_search", "tool_calls_parsed_per_q"] == 0.5
+    assert summary.loc["tool_search", "tool_calls_malformed_per_q"] == 0.5
+    assert math.isnan(summary.loc["no_retrieval", "tool_calls_parsed_per_q"])
+    notes = [n for n in summary.attrs["notes"] if n.startswith("tool calls of")]
+    assert notes == [
+        "tool calls of tool_search: 2 attempted, 1 parsed, 1 malformed over 2 answers; "
+        "1 ended with a turn without the tool"
+    ]
+    # A run without a tool-offering strategy has no tool columns at all.
+    plain = summarize(pd.DataFrame([r for r in rows if r["strategy"] == "no_retrieval"]))
+    assert "tool_calls_parsed_per_q" not in plain.columns
