@@ -54,10 +54,11 @@ def call_markup(name: str, arguments: Any) -> str:
 
 
 def parse_tool_calls(text: str, tools: list[dict], first: int = 0) -> tuple[str, list[ToolCall]]:
-    """The text around the calls and the calls found in ``text`` (see the module), numbered from
-    ``first`` (ids ``call_0``, ``call_1``, … over a conversation)."""
+    """The text around the calls (stripped; ``text`` itself when it holds no markup) and the calls
+    found in it (see the module), numbered from ``first`` (ids ``call_0``, ``call_1``, … over a
+    conversation)."""
     found: list[tuple[str, Any, str]] = []  # (name, arguments, raw) per call
-    rest = text
+    rest = None  # the text around the markup, once some is seen
     if CALL_OPEN in text:
         for body in _TAGGED.findall(text):
             found += _json_calls(body)
@@ -72,6 +73,8 @@ def parse_tool_calls(text: str, tools: list[dict], first: int = 0) -> tuple[str,
     elif (m := _BARE.search(text)) is not None:
         found += _json_calls(text[m.start() :])
         rest = text[: m.start()]
+    if rest is None:  # no markup: the answer, as written (its tokens join to it)
+        return text, []
     calls = [
         ToolCall(f"call_{first + i}", name, args, raw, valid_call(name, args, tools))
         for i, (name, args, raw) in enumerate(found)

@@ -132,6 +132,8 @@ class ToolSearch(Strategy):
 
 
 def _wire(call: ToolCall) -> dict:
-    """A call as an assistant message carries it back (OpenAI shape)."""
+    """A call as an assistant message carries it back (OpenAI shape): its arguments as JSON, or as
+    the model wrote them when they are not an object; a call without a name under the tool's (an
+    endpoint needs one)."""
     arguments = json.dumps(call.arguments, ensure_ascii=False) if call.arguments is not None else call.raw
     return {"id": call.id, "type": "function", "function": {"name": call.name or "search", "arguments": arguments}}

@@ -207,8 +207,8 @@ def test_unreadable_calls_are_attempted_but_malformed(text):
 
 
 def test_text_without_markup_is_the_answer_and_several_calls_are_all_read():
-    assert parse_tool_calls("Bo's mother is Ann. So the answer is Ann.", TOOLS) == (
-        "Bo's mother is Ann. So the answer is Ann.",
+    assert parse_tool_calls(" Bo's mother is Ann. So the answer is Ann.", TOOLS) == (
+        " Bo's mother is Ann. So the answer is Ann.",
         [],
     )
     assert parse_tool_calls("<tool_call>[]</tool_call>", TOOLS) == ("", [])
