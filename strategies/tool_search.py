@@ -96,11 +96,15 @@ class ToolSearch(Strategy):
             "preamble": tool_preamble([SEARCH_TOOL]),
         }
 
+    def warm_up(self, lm: LM) -> None:
+        """One token after the system message with the tool: its rendering is the first turn's prefix."""
+        lm.chat(self._system(), [SEARCH_TOOL] if self.max_searches else [], 1, purpose="warm_up")
+
+    def _system(self) -> list[dict]:
+        return [{"role": "system", "content": SYSTEM[self.answer_form]}]
+
     def run(self, question: str, lm: LM, retriever: Retriever) -> Trace:
-        messages = [
-            {"role": "system", "content": SYSTEM[self.answer_form]},
-            {"role": "user", "content": USER.format(question=question)},
-        ]
+        messages = [*self._system(), {"role": "user", "content": USER.format(question=question)}]
         steps: list[Step] = []
         turns = searches = 0
         while True:

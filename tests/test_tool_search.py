@@ -148,6 +148,13 @@ def test_chat_turns_are_served_from_the_cache_the_second_time(tmp_path):
     cache.close()
 
 
+def test_the_warm_up_renders_the_first_turns_prefix():
+    lm = ChatLM(["x"])
+    parse_spec("tool_search").warm_up(lm)
+    (turn,) = lm.turns
+    assert [m["role"] for m in turn.messages] == ["system"] and turn.tools == TOOLS and turn.max_tokens == 1
+
+
 def test_it_needs_tools_and_records_what_it_sends():
     s = parse_spec("tool_search")
     assert s.needs() == {"tools"} and s.params() == {
