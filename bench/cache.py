@@ -22,8 +22,8 @@ import time
 from pathlib import Path
 
 from flarebench.bench import version
-from flarebench.strategies.lm import LM, GenerationRequest, WrappedLM
-from flarebench.strategies.records import LMCall, Passage
+from flarebench.strategies.lm import LM, ChatRequest, GenerationRequest, WrappedLM
+from flarebench.strategies.records import LMCall, Passage, call_from_dict
 from flarebench.strategies.retriever import Lookup, Retriever, cache_root
 
 CACHE_FILE = "calls.sqlite"
@@ -87,6 +87,17 @@ class CachedLM(WrappedLM):
         if stored is not None:
             return dataclasses.replace(LMCall(**stored), purpose=request.purpose, evaluated_tokens=0, cached=True)
         call = self.forward(request)
+        self.cache.put(key, dataclasses.asdict(call))
+        return call
+
+    def _chat(self, request: ChatRequest) -> LMCall:
+        """A chat turn (tool_search), keyed by its messages, tools and cap as a call by its prompt."""
+        fields = {"messages": request.messages, "tools": request.tools, "max_tokens": request.max_tokens}
+        key = _key("chat", self._identity, fields)
+        stored = self.cache.get(key)
+        if stored is not None:
+            return dataclasses.replace(call_from_dict(stored), purpose=request.purpose, evaluated_tokens=0, cached=True)
+        call = super()._chat(request)
         self.cache.put(key, dataclasses.asdict(call))
         return call
 

@@ -491,6 +491,13 @@ class Gating:
                 raise  # the run cannot go on: the entry points report it
             except LMError:
                 pass  # the strategy's own first call reports what is wrong
+        for strategy in session.strategies.values():
+            try:
+                strategy.warm_up(session.lm_backend)
+            except LMUnavailable:
+                raise
+            except LMError:
+                pass
         session.retriever_backend.search("warm up", 1)
 
     def record(self) -> dict[str, Any]:

@@ -85,6 +85,11 @@ class Strategy(ABC):
         them all. None by default: plain text completion."""
         return frozenset()
 
+    def warm_up(self, lm: LM) -> None:
+        """Before a gated run is timed, evaluate what this strategy's calls share beyond its
+        :meth:`static_prompts` (which the gate evaluates itself): nothing by default; a chat
+        strategy's rendered system message (the backend keeps its state, as a static prefix's)."""
+
     def budget_knob(self) -> Knob | None:
         """The parameter that sets how often this strategy retrieves, or None when none does."""
         return None

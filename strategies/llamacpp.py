@@ -24,9 +24,11 @@ from pathlib import Path
 import llama_cpp
 import numpy as np
 
-from flarebench.strategies.lm import LM, GenerationRequest, LMError, token_texts
+from flarebench.strategies.chat_template import ChatTemplate
+from flarebench.strategies.lm import LM, ChatRequest, GenerationRequest, LMError, token_texts
 from flarebench.strategies.records import LMCall
 from flarebench.strategies.sentences import split_sentences
+from flarebench.strategies.tool_markup import CALL_CLOSE, parse_tool_calls
 
 # Fixed so that logits (and so answers) do not depend on the machine's core count or on how a
 # prompt happens to be split into batches.
@@ -70,25 +72,31 @@ class LlamaCppLM(LM):
         self._n_vocab = self._llm.n_vocab()
         self._eog = {t for t in range(self._n_vocab) if llama_cpp.llama_vocab_is_eog(self._llm._model.vocab, t)}
         self._sha256: str | None = None
-        self._prefix_ids: dict[str, list[int]] = {}
-        self._snapshots: dict[str, bytes] = {}
+        self._prefix_ids: dict[tuple[str, bool], list[int]] = {}
+        self._snapshots: dict[tuple[str, bool], bytes] = {}
         self._kv: list[int] = []  # the tokens whose keys and values are in the cache, in order
         self._pristine = 0  # how many leading ones were computed by a static prefix's own evaluation
         self._last: list[int] = []  # the last call's whole prompt
         self._piece_cache: dict[int, bytes] = {}
+        self._chat_template = ChatTemplate.of(self._llm)
+        # Tools only where the model has a chat template to render them with (gemma3-270m has none).
+        self.supports_tools = self._chat_template is not None
 
     # -- prefix handling -------------------------------------------------------------------------
 
-    def _tokenize(self, text: str, bos: bool) -> list[int]:
-        return self._llm.tokenize(text.encode("utf-8"), add_bos=bos, special=False)
+    def _tokenize(self, text: str, bos: bool, special: bool = False) -> list[int]:
+        return self._llm.tokenize(text.encode("utf-8"), add_bos=bos, special=special)
 
-    def _prefix(self, static: str) -> tuple[list[int], int]:
+    def _prefix(self, key: tuple[str, bool]) -> tuple[list[int], int]:
         """The static prefix's own tokens, evaluated once per run (its state kept as a snapshot);
-        returns them and how many tokens had to be evaluated now (0 once it exists)."""
-        ids = self._prefix_ids.get(static)
+        returns them and how many tokens had to be evaluated now (0 once it exists). ``key`` is the
+        prefix and whether it is a chat prompt (special tokens read as such, no BOS added: the
+        chat template writes its own)."""
+        static, special = key
+        ids = self._prefix_ids.get(key)
         if ids is None:
-            ids = self._prefix_ids[static] = self._tokenize(static, bos=True)
-        if static in self._snapshots:
+            ids = self._prefix_ids[key] = self._tokenize(static, bos=not special, special=special)
+        if key in self._snapshots:
             return ids, 0
         self._llm.reset()
         self._kv, self._last = [], []
@@ -96,13 +104,13 @@ class LlamaCppLM(LM):
         size = llama_cpp.llama_state_get_size(self._ctx)
         buf = (ctypes.c_uint8 * size)()
         n = llama_cpp.llama_state_get_data(self._ctx, buf, size)
-        self._snapshots[static] = bytes(buf[:n])
+        self._snapshots[key] = bytes(buf[:n])
         self._pristine = len(ids)
         return ids, len(ids)
 
-    def _restore(self, static: str) -> None:
-        """Put the cache back at the end of ``static``'s own evaluation, from its snapshot."""
-        snap, ids = self._snapshots[static], self._prefix_ids[static]
+    def _restore(self, key: tuple[str, bool]) -> None:
+        """Put the cache back at the end of the static prefix's own evaluation, from its snapshot."""
+        snap, ids = self._snapshots[key], self._prefix_ids[key]
         buf = (ctypes.c_uint8 * len(snap)).from_buffer_copy(snap)
         if llama_cpp.llama_state_set_data(self._ctx, buf, len(snap)) != len(snap):
             raise LMError("could not restore the prompt-prefix state")
@@ -110,7 +118,7 @@ class LlamaCppLM(LM):
         self._llm.n_tokens = len(ids)
         self._kv, self._pristine, self._last = list(ids), len(ids), []
 
-    def _start(self, static: str, full: list[int]) -> tuple[int, int]:
+    def _start(self, key: tuple[str, bool], full: list[int]) -> tuple[int, int]:
         """Make the cache hold the first tokens of ``full`` that can be reused; returns how many it
         holds and how many tokens building the static prefix evaluated.
 
@@ -121,7 +129,7 @@ class LlamaCppLM(LM):
         answer): a prompt of another probe never does, so every probe's calls evaluate the same
         tokens from the same state wherever the run starts.
         """
-        prefix, evaluated = self._prefix(static)
+        prefix, evaluated = self._prefix(key)
         shared = _common(prefix, full)
         # Of the prefix evaluated now, count only the tokens this prompt holds (not the junction
         # token or two that its own tokenization merges differently).
@@ -130,7 +138,7 @@ class LlamaCppLM(LM):
         if clean and self._last and full[: len(self._last)] == self._last:
             return min(_common(self._kv, full), len(full) - 1), evaluated  # >= 1 token for fresh logits
         if not clean:
-            self._restore(static)
+            self._restore(key)
         return min(shared, len(full) - 1), evaluated
 
     def _eval(self, ids: list[int], at: int) -> None:
@@ -165,10 +173,29 @@ class LlamaCppLM(LM):
         return vec
 
     def _complete(self, request: GenerationRequest) -> LMCall:
-        full = self._tokenize(request.prompt.text, bos=True)
+        return self._decode(request, special=False)
+
+    def _chat(self, request: ChatRequest) -> LMCall:
+        """A chat turn: the GGUF's own chat template renders the messages (and the tools, or the
+        tool preamble where the template has no ``tools``), the prompt is read with its special
+        tokens, and the tool calls are parsed from the markup the model writes."""
+        if self._chat_template is None:
+            raise LMError(f"{self.name} has no chat template in its GGUF (tokenizer.chat_template): it cannot chat")
+        prompt = self._chat_template.render(request.messages, request.tools)
+        stop = (CALL_CLOSE,) if request.tools else ()
+        call = self._decode(GenerationRequest(prompt, request.max_tokens, stop, purpose=request.purpose), special=True)
+        if request.tools:
+            first = sum(len(m.get("tool_calls") or []) for m in request.messages)
+            call.text, call.tool_calls = parse_tool_calls(call.text, request.tools, first)
+        return call
+
+    def _decode(self, request: GenerationRequest, special: bool) -> LMCall:
+        """Greedy decoding of ``request``; ``special``: a chat prompt (special tokens read as such,
+        the template's own BOS)."""
+        full = self._tokenize(request.prompt.text, bos=not special, special=special)
         if len(full) <= 1 or not request.prompt.dynamic:
             raise LMError("the prompt's dynamic part is empty: there is nothing to continue from")
-        keep, evaluated = self._start(request.prompt.static, full)
+        keep, evaluated = self._start((request.prompt.static, special), full)
         self._eval(full[keep:], at=keep)
         evaluated += len(full) - keep
         self._last = full

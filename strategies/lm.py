@@ -47,6 +47,18 @@ class GenerationRequest:
     entropy: bool = False
 
 
+@dataclass
+class ChatRequest:
+    """One chat turn: the conversation so far as OpenAI-style messages (``role`` system, user,
+    assistant with optional ``tool_calls``, or tool with ``tool_call_id``), the tools the model may
+    call (OpenAI function definitions; none: a plain chat turn) and the cap on its reply."""
+
+    messages: list[dict]
+    tools: list[dict]
+    max_tokens: int
+    purpose: str = "generate"
+
+
 def topk_entropy(logprobs: list[float]) -> float:
     """The entropy (nats) of a distribution known only by its ``logprobs`` of the k most likely
     tokens: the k terms, plus the remaining mass ``1 - sum(p)`` counted as one more outcome.
@@ -148,6 +160,21 @@ class LM(ABC):
     def _complete(self, request: GenerationRequest) -> LMCall:
         """Serve one request; ``seconds`` is filled in by :meth:`generate`."""
 
+    def chat(self, messages: list[dict], tools: list[dict], max_tokens: int, purpose: str = "generate") -> LMCall:
+        """One greedy chat turn: the model's reply to ``messages``, given ``tools`` it may call. The
+        record's ``text`` is what it wrote besides its calls and ``tool_calls`` the calls it made
+        (None when no tools were given). Timed as :meth:`generate` is; backends that offer
+        ``tools`` implement :meth:`_chat`."""
+        request = ChatRequest([dict(m) for m in messages], [dict(t) for t in tools], max_tokens, purpose)
+        start = time.perf_counter()
+        call = self._chat(request)
+        call.seconds = time.perf_counter() - start
+        return call
+
+    def _chat(self, request: ChatRequest) -> LMCall:
+        """Serve one chat turn; ``seconds`` is filled in by :meth:`chat`."""
+        raise LMError(f"{self.name} does not serve chat turns with tools")
+
     def offers(self) -> frozenset[str]:
         """The capabilities this LM serves (names of :mod:`flarebench.strategies.capabilities`),
         compared with a strategy's :meth:`~flarebench.strategies.base.Strategy.needs`."""
@@ -195,6 +222,10 @@ class WrappedLM(LM):
             request.top_logprobs,
             request.entropy,
         )
+
+    def _chat(self, request: ChatRequest) -> LMCall:
+        """Chat turns go to ``inner`` unchanged."""
+        return self.inner.chat(request.messages, request.tools, request.max_tokens, request.purpose)
 
     def describe(self) -> dict:
         return self.inner.describe()

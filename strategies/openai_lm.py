@@ -27,6 +27,13 @@ output. What it found is recorded in run.json (:meth:`OpenAILM.describe`) and su
 * ``logit_bias`` needs token ids: they come from the tokenize endpoint, so without one the bias
   is not supported (the strategy then runs without it).
 * ``stop_at_sentence`` cannot be honoured by a server: it decodes on and the strategy cuts.
+* Tools (``tool_search``): chat turns go to ``/chat/completions`` with ``tools`` and an explicit
+  ``tool_choice: "auto"`` (llama_cpp.server's default is none); an assistant turn with calls
+  carries ``"content": ""`` (llama_cpp.server's chatml-function-calling fails on a missing or null
+  content) and each result goes back as a ``tool`` message with its call's id. The probe counts
+  tools as supported when one request naming the tool (``tool_choice`` of that function, its
+  argument bounded by ``maxLength``: chatml-function-calling's argument grammar ignores
+  ``max_tokens``) comes back with a call of it whose arguments are JSON.
 * Failures: timeouts and retries with exponential backoff on 408/409/429/5xx and connection errors
   are the client's own (``timeout``, ``max_retries``). Malformed JSON, an empty completion (no
   choice, or a choice without text), a response without usage counts, or missing logprobs where
@@ -54,18 +61,33 @@ from flarebench.strategies.lm import (  # the timeout, retry and unavailable set
     DEFAULT_TIMEOUT,
     LM,
     UNAVAILABLE_STATUS,
+    ChatRequest,
     GenerationRequest,
     LMError,
     LMUnavailable,
     token_texts,
     topk_entropy,
 )
-from flarebench.strategies.records import LMCall
+from flarebench.strategies.records import LMCall, ToolCall
+from flarebench.strategies.tool_markup import valid_call
 
 MAX_STOPS = 4  # the OpenAI API takes at most 4 stop sequences; any further ones are cut here
 # A local server needs no key, but the client refuses to start without one.
 NO_KEY = "no-key"
 PROBE_PROMPT = "The capital of France is"
+#: The tool the capability probe names: a call of it with JSON arguments means tools are served.
+PROBE_TOOL = {
+    "type": "function",
+    "function": {
+        "name": "search",
+        "description": "Search the documents.",
+        "parameters": {
+            "type": "object",
+            "properties": {"query": {"type": "string", "maxLength": 24}},
+            "required": ["query"],
+        },
+    },
+}
 #: Alternatives asked per token for an entropy request: the most the OpenAI chat API serves. The
 #: entropy is then bounded from them, the rest of the mass counted as one outcome (a lower bound).
 ENTROPY_TOP_K = 20
@@ -85,6 +107,8 @@ class Capabilities:
     tokenize: str | None
     #: Whether ``repeat_penalty`` 1.0 is sent (llama.cpp-family servers).
     repeat_penalty_off: bool
+    #: Whether ``/chat/completions`` serves ``tools`` and returns the model's tool calls.
+    tools: bool = False
 
 
 class OpenAILM(LM):
@@ -118,6 +142,7 @@ class OpenAILM(LM):
         self.supports_logit_bias = self.capabilities.logit_bias
         self.supports_top_logprobs = self.capabilities.top_logprobs
         self.supports_chat = self.capabilities.api == "chat"
+        self.supports_tools = self.capabilities.tools
 
     # -- transport ---------------------------------------------------------------------------------
 
@@ -218,7 +243,8 @@ class OpenAILM(LM):
         top = logprobs and _top_count(sample, api) >= 2
         echo = api == "completions" and self._echoes(errors)
         bias = tokenize is not None and self._bias_works(api, errors)
-        return Capabilities(api, logprobs, bool(top), bias, echo, tokenize, self._repeat_penalty_off)
+        tools = self._tools_work(errors)
+        return Capabilities(api, logprobs, bool(top), bias, echo, tokenize, self._repeat_penalty_off, tools)
 
     def _server_root(self) -> str:
         # Tokenize endpoints live at the server's root, not under /v1.
@@ -275,7 +301,49 @@ class OpenAILM(LM):
         biased = self._try(f"/{_PATH[api]}", self._body(api, PROBE_PROMPT, 1, bias={str(ids[0]): -100}), errors)
         return biased is not None and _choice_text(biased, api) not in (None, first)
 
+    def _tools_work(self, errors: list[str]) -> bool:
+        """Whether a request naming :data:`PROBE_TOOL` comes back with a call of it (JSON arguments)."""
+        messages = [
+            {"role": "system", "content": "Search for what the user asks."},
+            {"role": "user", "content": "Find the capital of France."},
+        ]
+        choice = {"type": "function", "function": {"name": "search"}}
+        data = self._try("/chat/completions", self._chat_body(messages, [PROBE_TOOL], 64, choice), errors)
+        calls = _tool_calls(data, [PROBE_TOOL]) if data is not None else []
+        return bool(calls) and calls[0].name == "search" and calls[0].arguments is not None
+
     # -- generation --------------------------------------------------------------------------------
+
+    def _chat_body(self, messages: list[dict], tools: list[dict], max_tokens: int, choice="auto") -> dict:
+        """A greedy chat request body; with ``tools``, ``tool_choice`` is always sent."""
+        body: dict = {"model": self.model, "messages": messages, "max_tokens": max_tokens, "temperature": 0}
+        if self._repeat_penalty_off:
+            body["repeat_penalty"] = 1.0
+        if tools:
+            body["tools"], body["tool_choice"] = tools, choice
+        return body
+
+    def _chat(self, request: ChatRequest) -> LMCall:
+        # Assistant turns with calls carry "" for content, never None (see the module).
+        messages = [{**m, "content": m.get("content") or ""} for m in request.messages]
+        data = self._post("/chat/completions", self._chat_body(messages, request.tools, request.max_tokens))
+        choices = data.get("choices")
+        if not isinstance(choices, list) or not choices or not isinstance(choices[0], dict):
+            raise LMError("empty completion: the LM server returned no choice")
+        text = _choice_text(data, "chat") or ""
+        prompt_tokens, evaluated, completion_tokens = _usage(data)
+        finish = str(choices[0].get("finish_reason") or "stop")
+        return LMCall(
+            purpose=request.purpose,
+            prompt_tokens=prompt_tokens,
+            evaluated_tokens=evaluated,
+            completion_tokens=completion_tokens,
+            text=text,
+            finish_reason="length" if finish == "length" else "stop",
+            seconds=0.0,
+            tokens=_even_pieces(text, completion_tokens),
+            tool_calls=_tool_calls(data, request.tools) if request.tools else None,
+        )
 
     def _complete(self, request: GenerationRequest) -> LMCall:
         caps = self.capabilities
@@ -363,7 +431,8 @@ class OpenAILM(LM):
 
         return (
             f"{self.name} at {self.base_url}: /{_PATH[c.api]}; logprobs {yes(c.logprobs)}, "
-            f"top_logprobs {yes(c.top_logprobs)}, logit_bias {yes(c.logit_bias)}, echo {yes(c.echo)}"
+            f"top_logprobs {yes(c.top_logprobs)}, logit_bias {yes(c.logit_bias)}, echo {yes(c.echo)}, "
+            f"tools {yes(c.tools)}"
         )
 
     def close(self) -> None:
@@ -407,6 +476,31 @@ def _choice_text(data: dict, api: str) -> str | None:
     choice = choices[0]
     text = choice.get("text") if api == "completions" else (choice.get("message") or {}).get("content")
     return text if isinstance(text, str) else None
+
+
+def _tool_calls(data: dict, tools: list[dict]) -> list[ToolCall]:
+    """The tool calls of the first choice's message (none when it holds none), each checked against
+    ``tools``: arguments that are not a JSON object make a malformed call."""
+    choices = data.get("choices")
+    message = (
+        choices[0].get("message") if isinstance(choices, list) and choices and isinstance(choices[0], dict) else None
+    )
+    calls = message.get("tool_calls") if isinstance(message, dict) else None
+    out = []
+    for i, c in enumerate(calls if isinstance(calls, list) else []):
+        fn = c.get("function") if isinstance(c, dict) else None
+        fn = fn if isinstance(fn, dict) else {}
+        raw = fn.get("arguments")
+        raw = raw if isinstance(raw, str) else json.dumps(raw)
+        try:
+            args = json.loads(raw)
+        except ValueError:
+            args = None
+        args = args if isinstance(args, dict) else None
+        name = str(fn.get("name") or "")
+        call_id = str(c.get("id") or f"call_{i}") if isinstance(c, dict) else f"call_{i}"
+        out.append(ToolCall(call_id, name, args, raw, valid_call(name, args, tools)))
+    return out
 
 
 def _logprob_entries(data: dict, api: str):

@@ -21,6 +21,20 @@ class Passage:
 
 
 @dataclass
+class ToolCall:
+    """One tool call the model made: its ``id`` (the endpoint's, or numbered in-process), the tool
+    ``name``, the ``arguments`` it gave (None when they are not a JSON object), the ``raw`` text it
+    wrote for them, and ``ok``: whether the call names an offered tool with every required argument
+    (a call that is not ``ok`` is malformed: it is counted, not run)."""
+
+    id: str
+    name: str
+    arguments: dict[str, Any] | None
+    raw: str
+    ok: bool
+
+
+@dataclass
 class LMCall:
     """One call to the LM: what was sent, what was evaluated, what came back, how long it took.
 
@@ -29,7 +43,9 @@ class LMCall:
     ``logprobs`` holds one natural-log probability per completion token when asked for;
     ``top_logprobs`` (per token, the most likely tokens as ``[text, logprob]`` pairs, most likely
     first) and ``entropies`` (per token, the entropy of the next-token distribution in nats) only
-    when a trigger asked for them: None otherwise, and then left out of the trace.
+    when a trigger asked for them: None otherwise, and then left out of the trace. ``tool_calls``
+    holds the tool calls a chat turn offered tools made (empty when it made none; None, and left
+    out of the trace, when no tools were offered).
     """
 
     purpose: str
@@ -46,6 +62,7 @@ class LMCall:
     cached: bool = False
     top_logprobs: list[list[list]] | None = None
     entropies: list[float] | None = None
+    tool_calls: list[ToolCall] | None = None
 
 
 #: The purpose of a drafted sentence (or answer) that a confidence trigger judges (flare_direct,
@@ -55,7 +72,7 @@ DRAFT = "draft"
 SELF_CHECK = "self_check"
 
 #: LMCall fields left out of a trace when None (asked for by some triggers only).
-OPTIONAL_CALL_FIELDS = ("top_logprobs", "entropies")
+OPTIONAL_CALL_FIELDS = ("top_logprobs", "entropies", "tool_calls")
 
 #: Decimals the per-token alternatives' logprobs and the entropies keep in a trace (``traces.jsonl``):
 #: 20 alternatives per drafted token stay compact, and 1e-4 in a logprob is a relative 1e-4 in a
@@ -104,6 +121,7 @@ SEARCH_CALL = "search_call"  # FLARE instruct: the model wrote [Search(query)]
 IRCOT_STEP = "ircot_step"  # IRCoT: retrieve with the last chain-of-thought sentence
 ADAPTIVE = "adaptive"  # adaptive: its trigger fired on the closed-book draft; retrieve once with the question
 FOLLOW_UP = "follow_up"  # self_ask: the model asked a follow-up question; retrieve with it
+TOOL_CALL = "tool_call"  # tool_search: the model called its search tool
 SERVICE = "service"  # a retrieval a service under test reported (http): when it ran, and how long, is unknown
 
 #: The counts a service under test may report in its ``usage`` (:attr:`ServiceReport.usage`).
@@ -192,7 +210,7 @@ class Trace:
         steps = [
             Step(
                 text=s["text"],
-                lm_calls=[LMCall(**c) for c in s["lm_calls"]],
+                lm_calls=[call_from_dict(c) for c in s["lm_calls"]],
                 retrievals=[Retrieval(**r) for r in s["retrievals"]],
                 gate=s.get("gate"),
             )
@@ -200,3 +218,9 @@ class Trace:
         ]
         service = ServiceReport(**d["service"]) if d.get("service") is not None else None
         return cls(**{**d, "steps": steps, "service": service})
+
+
+def call_from_dict(d: dict[str, Any]) -> LMCall:
+    """An LMCall from its dict (a trace line or a cache entry), its tool calls typed again."""
+    calls = d.get("tool_calls")
+    return LMCall(**{**d, "tool_calls": None if calls is None else [ToolCall(**c) for c in calls]})

@@ -152,6 +152,7 @@ BUILTIN = (
     "flare_direct",
     "flare_instruct",
     "adaptive",
+    "tool_search",
 )
 #: The modules of the built-in strategies outside `all`: ``http`` (a deployed pipeline; it needs a url).
 BUILTIN_OUTSIDE_ALL = ("http_service",)

@@ -10,7 +10,7 @@ import contextlib
 import io
 import math
 
-from flarebench.strategies.lm import LM, GenerationRequest, topk_entropy
+from flarebench.strategies.lm import LM, ChatRequest, GenerationRequest, Prompt, topk_entropy
 from flarebench.strategies.records import LMCall, Passage
 from flarebench.strategies.retriever import Retriever
 
@@ -83,9 +83,11 @@ class ProbeAwareLM(ScriptedLM):
     """Answers each phantomwiki probe from a fixed table: right, wrong, or without a statement, with
     per-token probabilities that differ per probe (so FLARE's gate has something to measure), and
     for the triggers (or --record-topk) that ask, three alternatives per token: the chosen token,
-    then two less likely ones (entropies bounded from them)."""
+    then two less likely ones (entropies bounded from them). A chat turn (tool_search) gets the same
+    reply, with no tool call."""
 
     name = "scripted"
+    supports_tools = True
 
     def __init__(self):
         super().__init__([""])
@@ -113,6 +115,12 @@ class ProbeAwareLM(ScriptedLM):
         self.script = [item]
         self.requests = []
         return super()._complete(request)
+
+    def _chat(self, request: ChatRequest) -> LMCall:
+        question = "\n".join(m.get("content") or "" for m in request.messages if m["role"] == "user")
+        call = self._complete(GenerationRequest(Prompt("", question), request.max_tokens, purpose=request.purpose))
+        call.tool_calls = [] if request.tools else None
+        return call
 
 
 def run_cli(*args: str) -> tuple[int, str, str]:

@@ -60,13 +60,26 @@ def test_static_prefix_is_evaluated_once(lm):
     t = PromptTemplate(open_book=False)
     first = lm.generate(t.build("Who is the mother of Ann Lee?"), 4)
     second = lm.generate(t.build("Who is the father of Bo Kim?"), 4)
-    static_tokens = len(lm._prefix_ids[t.static])
+    static_tokens = len(lm._prefix_ids[t.static, False])
     assert static_tokens > 100
     # Only the tokens the whole prompt shares with the static prefix's own tokenization are reused.
-    shared = _common(lm._prefix_ids[t.static], lm._tokenize(t.build("Who is the father of Bo Kim?").text, bos=True))
+    shared = _common(
+        lm._prefix_ids[t.static, False], lm._tokenize(t.build("Who is the father of Bo Kim?").text, bos=True)
+    )
     assert static_tokens - 2 <= shared <= static_tokens
     assert second.evaluated_tokens == second.prompt_tokens - shared
     assert first.prompt_tokens > static_tokens and second.evaluated_tokens < 30
+
+
+def test_a_chat_prompt_reads_its_special_tokens_and_keeps_its_own_prefix(lm):
+    """SmolLM2's chat template: <|im_start|> is one control token in a chat turn (plain text
+    elsewhere), and the rendered system message is a static prefix of its own."""
+    messages = [{"role": "system", "content": "Answer."}, {"role": "user", "content": "Who is Ann Lee?"}]
+    call = lm.chat(messages, [], 4)
+    assert call.tool_calls is None and call.prompt_tokens < 25 and call.seconds > 0
+    assert len(lm._tokenize("<|im_start|>", bos=False, special=True)) == 1
+    assert len(lm._tokenize("<|im_start|>", bos=False)) > 1
+    assert ("<|im_start|>system\nAnswer.<|im_end|>\n", True) in lm._prefix_ids
 
 
 def test_the_whole_prompt_is_tokenized_as_a_server_tokenizes_it(lm):

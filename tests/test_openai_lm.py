@@ -114,6 +114,10 @@ class Scripted:
     completions: bool = True
     tokenize: bool = True
     fault: str | None = None  # malformed, empty, no_logprobs, no_usage, 503, 400
+    #: Serve ``tools`` on chat: a named tool_choice gets a call; "auto" the next item of ``turns``,
+    #: a text (the answer) or a list of (id, arguments JSON) calls of search. Off: tools are ignored.
+    tools: bool = False
+    turns: list = dataclasses.field(default_factory=list)
     requests: list = dataclasses.field(default_factory=list)
     auth: set = dataclasses.field(default_factory=set)
 
@@ -126,6 +130,8 @@ class Scripted:
         chat = path == "/v1/chat/completions"
         if not (chat or (path == "/v1/completions" and self.completions)):
             return _json(404, {"detail": "Not Found"})
+        if chat and req.get("tools") and self.tools:
+            return _json(200, self._tool_reply(req))
         if req.get("max_tokens", 0) > 1 and self.fault in ("503", "400"):
             return _json(int(self.fault), {"error": {"message": f"failed; you sent {headers.get('Authorization')}"}})
         if req.get("max_tokens", 0) > 2 and self.fault == "malformed":
@@ -173,6 +179,24 @@ class Scripted:
             del data["usage"]
         return _json(200, data)
 
+    def _tool_reply(self, req: dict) -> dict:
+        """What llama_cpp.server's chatml-function-calling returns: calls with ids, content None."""
+        if isinstance(req.get("tool_choice"), dict):
+            item = [("call_probe", '{"query": "Paris"}')]
+        else:
+            assert req.get("tool_choice") == "auto"
+            item = self.turns.pop(0) if self.turns else "So the answer is Paris."
+        message = {"role": "assistant", "content": item if isinstance(item, str) else None}
+        if not isinstance(item, str):
+            message["tool_calls"] = [
+                {"id": i, "type": "function", "function": {"name": "search", "arguments": a}} for i, a in item
+            ]
+        finish = "stop" if isinstance(item, str) else "tool_calls"
+        return {
+            "choices": [{"message": message, "finish_reason": finish}],
+            "usage": {"prompt_tokens": 9, "completion_tokens": 4},
+        }
+
 
 @pytest.fixture
 def scripted():
@@ -209,7 +233,7 @@ def test_the_probe_finds_what_a_llama_cpp_server_offers(scripted):
     assert info["capabilities"]["logprobs"] is True
     assert lm.capabilities_line() == (
         f"openai:scripted at {scripted.endpoint.url}/: /completions; logprobs yes, top_logprobs yes, "
-        "logit_bias yes, echo yes"
+        "logit_bias yes, echo yes, tools no"
     )
     assert SECRET not in json.dumps(info) + lm.capabilities_line()
     assert scripted.auth == {f"Bearer {SECRET}"}  # the key goes to the endpoint, and nowhere else
@@ -313,6 +337,43 @@ def test_top_logprobs_and_entropy_bounds_come_from_the_servers_alternatives(scri
         assert chat.requests[-1][1]["top_logprobs"] == 2 and served.top_logprobs[0] == [[" Paris", math.log(0.9)]] * 2
     finally:
         endpoint.down()
+
+
+def test_the_probe_finds_tools_where_the_server_serves_them(scripted):
+    assert not _lm(scripted).capabilities.tools  # the scripted server ignores tools by default
+    scripted.tools = True
+    lm = _lm(scripted)
+    assert lm.capabilities.tools and "tools" in lm.offers() and lm.capabilities_line().endswith("tools yes")
+    probe = [r for p, r in scripted.requests if r.get("tools")][-1]
+    assert probe["tool_choice"] == {"type": "function", "function": {"name": "search"}}
+    assert probe["tools"][0]["function"]["parameters"]["properties"]["query"]["maxLength"] > 0
+
+
+def test_tool_search_goes_through_the_endpoints_tools(scripted):
+    from flarebench.strategies.tool_search import SEARCH_TOOL
+    from tests.scripted import ScriptedRetriever
+
+    scripted.tools = True
+    lm = _lm(scripted)
+    scripted.turns = [[("c1", '{"query": "capital of France"}')], [("c2", "not json")], "So the answer is Paris."]
+    retriever = ScriptedRetriever([["a", "b"]])
+    trace = parse_spec("tool_search").run("What is the capital of France?", lm, retriever)
+    sent = [r for p, r in scripted.requests if r.get("tools") and r.get("tool_choice") == "auto"]
+    assert len(sent) == 3 and all(r["tools"] == [SEARCH_TOOL] and r["temperature"] == 0 for r in sent)
+    assert sent[0]["messages"][0]["role"] == "system" and sent[0]["messages"][1]["role"] == "user"
+    assistant, result = sent[1]["messages"][2:4]
+    assert assistant["content"] == "" and assistant["tool_calls"][0]["id"] == "c1"
+    assert result["role"] == "tool" and result["tool_call_id"] == "c1" and "[1] Doc a" in result["content"]
+    assert sent[2]["messages"][4]["tool_calls"][0]["function"]["arguments"] == "not json"  # as served
+    assert retriever.queries == ["capital of France"] and trace.answer == "Paris"
+    calls = [c for call in trace.lm_calls for c in call.tool_calls or []]
+    assert [(c.id, c.ok) for c in calls] == [("c1", True), ("c2", False)] and calls[1].arguments is None
+    assert all(c.prompt_tokens == 9 and c.completion_tokens == 4 for c in trace.lm_calls)
+
+
+def test_tool_search_is_refused_where_the_server_serves_no_tools(scripted):
+    with pytest.raises(StrategyRefused, match="tool_search needs tool calls, which openai:scripted does not offer"):
+        check_compatible("tool_search", parse_spec("tool_search"), _lm(scripted))
 
 
 def test_logit_bias_goes_by_the_servers_token_ids(scripted):
@@ -677,7 +738,11 @@ def test_the_probe_of_a_llama_cpp_server(llama_server):
         "completions", True, True, True, True
     )  # fmt: skip
     assert caps.tokenize == "/extras/tokenize" and caps.repeat_penalty_off
-    assert lm.capabilities_line().endswith("/completions; logprobs yes, top_logprobs yes, logit_bias yes, echo yes")
+    # Tools "yes" without --chat_format too: a named tool_choice is grammar-forced by the GGUF template's
+    # handler (though "auto" turns never yield a call there; docs/strategies.md, tool_search).
+    assert lm.capabilities_line().endswith(
+        "/completions; logprobs yes, top_logprobs yes, logit_bias yes, echo yes, tools yes"
+    )
 
 
 @pytest.mark.model

@@ -13,7 +13,7 @@ def test_builtin_strategies_are_registered():
     from flarebench.strategies.registry import BUILTIN
 
     assert {"no_retrieval", "single_time", "adaptive"} <= set(names())
-    assert set(BUILTIN) <= set(names()) and BUILTIN[-1] == "adaptive"
+    assert set(BUILTIN) <= set(names()) and BUILTIN[-1] == "tool_search"
     assert get("single_time").name == "single_time"
 
 
