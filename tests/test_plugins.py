@@ -214,16 +214,3 @@ def test_an_entry_point_that_names_no_strategy_is_refused(tmp_path, monkeypatch,
     with pytest.raises(SpecError, match="flarebench.strategies:odd names 'not a class', not a Strategy subclass"):
         get("odd")
 
-
-@pytest.mark.model
-def test_the_example_plugin_runs_from_its_file_without_installing(tmp_path):
-    example = Path(__file__).resolve().parents[1] / "examples" / "plugin" / "flarebench_example" / "my_strategy.py"
-    r = subprocess.run(
-        [sys.executable, "-m", "pytest", "bench", "-p", "no:cacheprovider", "--plugin", str(example),
-         "--strategy", "my_strategy", "--limit", "1", "--report-dir", str(tmp_path / "run")],
-        cwd=tmp_path, capture_output=True, text=True,
-    )  # fmt: skip
-    assert r.returncode == 0, r.stdout[-2000:] + r.stderr[-2000:]
-    trace = json.loads((tmp_path / "run" / "traces.jsonl").read_text())
-    calls = [c["purpose"] for s in trace["steps"] for c in s["lm_calls"]]
-    assert calls == ["hypothesis", "generate"] and trace["steps"][1]["retrievals"][0]["reason"] == "hypothesis"

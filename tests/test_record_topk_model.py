@@ -22,7 +22,8 @@ pytestmark = pytest.mark.model
 def test_recorded_drafts_keep_flare_directs_answers_and_carry_k_alternatives(lm, retriever, phantom):
     strategy = parse_spec("flare_direct")
     recording = RecordTopK(lm, 5)
-    for probe in phantom.probes[:2]:
+    # One probe here and one below, end to end: each a whole flare_direct answer, drafts and all.
+    for probe in phantom.probes[:1]:
         plain = strategy.run(probe.question, lm, retriever)
         recorded = strategy.run(probe.question, recording, retriever)
         assert recorded.error is None and plain.error is None
@@ -44,7 +45,7 @@ def test_a_run_with_record_topk_answers_as_one_without_and_scores_every_trigger(
     def run(name, *extra):
         run_dir = tmp_path / name
         code, out, err = run_cli(
-            "run", "--strategy", "flare_direct", "--limit", "2", "--report-dir", str(run_dir), *extra
+            "run", "--strategy", "flare_direct", "--limit", "1", "--report-dir", str(run_dir), *extra
         )
         assert code == 0, out + err
         return run_dir
@@ -56,7 +57,7 @@ def test_a_run_with_record_topk_answers_as_one_without_and_scores_every_trigger(
         return {t["probe_id"]: t for t in map(json.loads, lines)}
 
     a, b = traces(plain), traces(recorded)
-    assert list(a) == list(b) and len(a) == 2
+    assert list(a) == list(b) and len(a) == 1
     for pid in a:
         assert (b[pid]["output"], b[pid]["answer"]) == (a[pid]["output"], a[pid]["answer"])
         assert [s["gate"] for s in b[pid]["steps"]] == [s["gate"] for s in a[pid]["steps"]]
