@@ -213,4 +213,3 @@ def test_an_entry_point_that_names_no_strategy_is_refused(tmp_path, monkeypatch,
     monkeypatch.syspath_prepend(str(tmp_path))
     with pytest.raises(SpecError, match="flarebench.strategies:odd names 'not a class', not a Strategy subclass"):
         get("odd")
-
