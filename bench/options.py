@@ -122,10 +122,42 @@ RUN_OPTIONS: tuple[Option, ...] = (
     ),
     Option(
         "--retriever",
-        "retriever backend: bm25s (embedded BM25), or pyserini (real Lucene BM25 through Anserini; extra lucene, "
-        "see README) (default: bm25s)",
+        "retriever backend: bm25s (embedded BM25), pyserini (real Lucene BM25 through Anserini; extra lucene, "
+        "see README), dense (cosine over --embed's vectors) or hybrid (bm25s and dense fused by reciprocal rank; "
+        "hybrid:rrf_k=60,bm25_weight=1,dense_weight=1,depth=20) (default: bm25s)",
         default="bm25s",
         metavar="SPEC",
+    ),
+    Option(
+        "--embed",
+        "embedding model of --retriever dense or hybrid: openai:MODEL on an OpenAI-compatible /embeddings "
+        "endpoint (see --embed-base-url); the corpus is embedded once and its vectors cached",
+        metavar="SPEC",
+    ),
+    Option(
+        "--embed-base-url",
+        "base URL of the --embed and --rerank openai:MODEL endpoint, e.g. http://127.0.0.1:8001/v1 "
+        "(default: $OPENAI_BASE_URL, else https://api.openai.com/v1)",
+        metavar="URL",
+    ),
+    Option(
+        "--embed-api-key-env",
+        "name of the environment variable holding the key of --embed-base-url's endpoint; never recorded "
+        "(default: OPENAI_API_KEY; a local server needs none)",
+        metavar="VAR",
+    ),
+    Option(
+        "--rerank",
+        "rerank the retriever's top --rerank-depth passages and keep k: lm (the run's LM scores each passage; "
+        "its calls count as the strategy's, purpose rerank) or openai:MODEL (the /rerank endpoint at "
+        "--embed-base-url) (default: none)",
+        metavar="SPEC",
+    ),
+    Option(
+        "--rerank-depth",
+        "passages the retriever returns for --rerank to order (default: 20)",
+        type=int,
+        metavar="N",
     ),
     Option(
         "--report-dir",

@@ -10,6 +10,7 @@ import contextlib
 import datetime as dt
 import hashlib
 import json
+import os
 import platform
 import shutil
 import sys
@@ -73,6 +74,13 @@ class BenchSession:
     lm_retries: int | None = None
     concurrency: int = 1  # probes at once; > 1 only for thread-safe backends
     retriever: str = "bm25s"
+    # --retriever dense/hybrid's embeddings endpoint and --rerank (strategies/dense.py, rerank.py); the
+    # key is read from the variable named by embed_api_key_env and never stored here.
+    embed: str | None = None
+    embed_base_url: str | None = None
+    embed_api_key_env: str | None = None
+    rerank: str | None = None
+    rerank_depth: int | None = None
     report_dir: str | None = None
     overwrite: bool = False
     save_baseline: str | None = None
@@ -197,7 +205,9 @@ class BenchSession:
         # What an endpoint offers, found by its capability probe (None for in-process backends).
         self.lm_capabilities = getattr(self.lm_backend, "capabilities_line", lambda: None)()
         try:
-            self.retriever_backend = make_retriever(self.retriever, self.probe_set.corpus)
+            self.retriever_backend = make_retriever(
+                self.retriever, self.probe_set.corpus, self._embedder(), progress=self.progress
+            )
         except ValueError as e:  # an unknown spec, or an extra that is not installed
             raise ConfigError(str(e)) from None
         self.disk_cache = None
@@ -207,6 +217,9 @@ class BenchSession:
             self.disk_cache = DiskCache(default_dir() if self.cache == "default" else self.cache)
             self.lm_backend = CachedLM(self.lm_backend, self.disk_cache)
             self.retriever_backend = CachedRetriever(self.retriever_backend, self.disk_cache)
+        if self.rerank:
+            # Outside the cache: the reranker's LM calls are cached (and counted) as LM calls.
+            self.retriever_backend = self._reranked(self.retriever_backend)
         if self.record_topk is not None:
             from flarebench.bench.topk import RecordTopK
 
@@ -228,6 +241,48 @@ class BenchSession:
         self.results: dict[str, list[Trace]] = {}
         self.report_path: Path | None = None
         self.run_dir = self._open_run_dir()
+
+    def _embedder(self):
+        """The --embed model, for --retriever dense or hybrid (None without --embed)."""
+        from flarebench.strategies.backends import RETRIEVER_PARAMS, retriever_params
+
+        if self.retriever.partition(":")[0] in RETRIEVER_PARAMS:
+            try:  # a bad parameter is refused before the endpoint is called
+                retriever_params(self.retriever)
+            except ValueError as e:
+                raise ConfigError(str(e)) from None
+        if not self.embed:
+            if self.embed_base_url or self.embed_api_key_env:
+                if not (self.rerank or "").startswith("openai:"):
+                    raise ConfigError("--embed-base-url and --embed-api-key-env need --embed or --rerank openai:MODEL")
+            return None
+        if self.retriever.partition(":")[0] not in RETRIEVER_PARAMS:
+            raise ConfigError(f"--embed only applies to --retriever dense or hybrid, not {self.retriever}")
+        from flarebench.strategies.embeddings import make_embedder
+
+        try:
+            return make_embedder(self.embed, self.embed_base_url, self.embed_api_key_env)
+        except LMUnavailable:
+            raise  # the entry points report an unreachable server themselves
+        except (ValueError, LMError) as e:
+            raise ConfigError(str(e)) from None
+
+    def _reranked(self, inner):
+        """``inner`` behind the --rerank reranker, probed (an endpoint's /rerank) before the run."""
+        from flarebench.strategies.rerank import DEPTH, RERANK_SPECS, EndpointReranker, LMReranker, RerankedRetriever
+
+        depth = DEPTH if self.rerank_depth is None else self.rerank_depth
+        try:
+            if self.rerank == "lm":
+                reranker = LMReranker(self.lm_backend)
+            elif self.rerank.startswith("openai:") and self.rerank != "openai:":
+                key = os.environ.get(self.embed_api_key_env) if self.embed_api_key_env else None
+                reranker = EndpointReranker(self.rerank.partition(":")[2], self.embed_base_url, key)
+            else:
+                raise ValueError(f"unknown --rerank spec {self.rerank!r}; known: {RERANK_SPECS}")
+            return RerankedRetriever(inner, reranker, depth)
+        except ValueError as e:
+            raise ConfigError(str(e)) from None
 
     def _config(self) -> dict[str, Any]:
         """Everything that determines the answers (:func:`flarebench.bench.config.run_config`)."""

@@ -18,7 +18,19 @@ from flarebench.strategies.lm import LM, LMError
 from flarebench.strategies.retriever import CorpusDoc, Retriever, cache_root
 
 LM_SPECS = "llamacpp:smollm2, llamacpp:gemma3-270m, llamacpp:PATH.gguf, openai:MODEL"
-RETRIEVER_SPECS = "bm25s, pyserini"
+RETRIEVER_SPECS = "bm25s, pyserini, dense[:key=value,...], hybrid[:key=value,...]"
+#: The parameters a ``dense`` or ``hybrid`` retriever spec may set, with their types.
+RETRIEVER_PARAMS = {
+    "dense": {"exact_limit": int, "batch": int},
+    "hybrid": {
+        "rrf_k": float,
+        "bm25_weight": float,
+        "dense_weight": float,
+        "depth": int,
+        "exact_limit": int,
+        "batch": int,
+    },
+}
 
 _LMS: dict[str, type[LM]] = {}
 _RETRIEVERS: dict[str, type[Retriever]] = {}
@@ -155,8 +167,10 @@ def make_lm(
     return cls(MODELS[arg]() if arg in MODELS else Path(arg), name=spec)
 
 
-def make_retriever(spec: str, corpus: list[CorpusDoc]) -> Retriever:
-    """``bm25s`` (embedded) or ``pyserini`` (Lucene through Anserini, extra ``lucene``) over the probe set's corpus."""
+def make_retriever(spec: str, corpus: list[CorpusDoc], embedder=None, progress: bool = False) -> Retriever:
+    """``bm25s`` (embedded), ``pyserini`` (Lucene through Anserini, extra ``lucene``), or ``dense`` and
+    ``hybrid`` (BM25 and dense fused) over ``embedder``'s vectors, over the probe set's corpus;
+    ``progress`` shows the corpus's embedding run."""
     if spec == "bm25s":
         from flarebench.strategies.bm25 import BM25Retriever
 
@@ -166,8 +180,45 @@ def make_retriever(spec: str, corpus: list[CorpusDoc]) -> Retriever:
         from flarebench.strategies.lucene import LuceneRetriever
 
         return LuceneRetriever(corpus)
+    name = spec.partition(":")[0]
+    if name in RETRIEVER_PARAMS:
+        return _embedded_retriever(spec, corpus, embedder, progress)
     found = _plugin(_RETRIEVERS, plugins.RETRIEVERS, "retriever", Retriever, spec)
     if found is not None:
         return found(corpus)
     known = ", ".join([RETRIEVER_SPECS, *sorted({*_RETRIEVERS, *plugins.entry_point_names(plugins.RETRIEVERS)})])
     raise ValueError(f"unknown retriever spec {spec!r}; known: {known}")
+
+
+def retriever_params(spec: str) -> dict[str, float | int]:
+    """The ``key=value,...`` parameters of a ``dense`` or ``hybrid`` spec, typed; one line on a bad one."""
+    name, _, args = spec.partition(":")
+    known = RETRIEVER_PARAMS[name]
+    params: dict[str, float | int] = {}
+    for pair in filter(None, args.split(",")):
+        key, eq, raw = pair.partition("=")
+        if not eq or key not in known:
+            raise ValueError(f"--retriever {spec}: {pair!r} is not KEY=VALUE with KEY one of {', '.join(known)}")
+        try:
+            params[key] = known[key](raw)
+        except ValueError:
+            raise ValueError(f"--retriever {spec}: {key} must be a {known[key].__name__}, got {raw!r}") from None
+    return params
+
+
+def _embedded_retriever(spec: str, corpus: list[CorpusDoc], embedder, progress: bool) -> Retriever:
+    from flarebench.strategies.bm25 import BM25Retriever
+    from flarebench.strategies.dense import DenseRetriever
+    from flarebench.strategies.hybrid import HybridRetriever
+
+    name = spec.partition(":")[0]
+    if embedder is None:
+        raise ValueError(
+            f"--retriever {name} needs --embed openai:MODEL, an embeddings endpoint (see --embed-base-url)"
+        )
+    params = retriever_params(spec)
+    dense_keys = RETRIEVER_PARAMS["dense"]
+    dense = DenseRetriever(corpus, embedder, progress=progress, **{k: v for k, v in params.items() if k in dense_keys})
+    if name == "dense":
+        return dense
+    return HybridRetriever(BM25Retriever(corpus), dense, **{k: v for k, v in params.items() if k not in dense_keys})

@@ -141,6 +141,7 @@ def retrieve(retriever: Retriever, query: str, k: int, reason: str, **detail: An
         seconds=found.seconds,
         cached=found.cached,
         detail=detail,
+        lm_calls=found.lm_calls,
     )
 
 

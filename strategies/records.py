@@ -99,7 +99,9 @@ class Retrieval:
     """One call to the retriever and why it fired (``first_hop``, ``low_confidence``, ...).
 
     ``seconds`` is None for a retrieval flarebench did not see happen, one a service under test
-    reported (reason ``service``): it was not timed, and no number stands in for its time."""
+    reported (reason ``service``): it was not timed, and no number stands in for its time. It is
+    the search's own time: ``lm_calls`` are the LM calls a reranker made to order its results
+    (purpose ``rerank``), timed and counted as the strategy's LM calls, and written only when made."""
 
     query: str
     reason: str
@@ -107,6 +109,7 @@ class Retrieval:
     seconds: float | None
     cached: bool = False
     detail: dict[str, Any] = field(default_factory=dict)
+    lm_calls: list[LMCall] = field(default_factory=list)
 
     @property
     def first_hop(self) -> bool:
@@ -188,7 +191,8 @@ class Trace:
 
     @property
     def lm_calls(self) -> list[LMCall]:
-        return [c for s in self.steps for c in s.lm_calls]
+        """Every LM call, step by step: a step's rerank calls (made inside its retrievals), then its own."""
+        return [c for s in self.steps for c in [*(c for r in s.retrievals for c in r.lm_calls), *s.lm_calls]]
 
     @property
     def retrievals(self) -> list[Retrieval]:
@@ -201,6 +205,12 @@ class Trace:
         for step in d["steps"]:
             for call in step["lm_calls"]:
                 compact_per_token(call)
+            for retrieval in step["retrievals"]:
+                # Only a reranked retrieval holds calls: every other keeps the shape it always had.
+                if not retrieval["lm_calls"]:
+                    del retrieval["lm_calls"]
+                for call in retrieval.get("lm_calls", []):
+                    compact_per_token(call)
         if d["service"] is None:  # a strategy run in process: the shape traces always had
             del d["service"]
         return d
@@ -211,13 +221,18 @@ class Trace:
             Step(
                 text=s["text"],
                 lm_calls=[call_from_dict(c) for c in s["lm_calls"]],
-                retrievals=[Retrieval(**r) for r in s["retrievals"]],
+                retrievals=[retrieval_from_dict(r) for r in s["retrievals"]],
                 gate=s.get("gate"),
             )
             for s in d.get("steps", [])
         ]
         service = ServiceReport(**d["service"]) if d.get("service") is not None else None
         return cls(**{**d, "steps": steps, "service": service})
+
+
+def retrieval_from_dict(d: dict[str, Any]) -> Retrieval:
+    """A Retrieval from its dict (a trace line), its rerank calls typed again."""
+    return Retrieval(**{**d, "lm_calls": [call_from_dict(c) for c in d.get("lm_calls", [])]})
 
 
 def call_from_dict(d: dict[str, Any]) -> LMCall:

@@ -6,11 +6,11 @@ import os
 import time
 from abc import ABC, abstractmethod
 from collections.abc import Iterable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Protocol
 
-from flarebench.strategies.records import Passage
+from flarebench.strategies.records import LMCall, Passage
 
 
 class CorpusDoc(Protocol):
@@ -23,11 +23,13 @@ class CorpusDoc(Protocol):
 
 @dataclass
 class Lookup:
-    """One search's result: the passages (best first), its wall time, and whether a cache served it."""
+    """One search's result: the passages (best first), the search's wall time, whether a cache
+    served it, and the LM calls a reranker made to order it (timed on their own)."""
 
     passages: list[Passage]
     seconds: float
     cached: bool = False
+    lm_calls: list[LMCall] = field(default_factory=list)
 
 
 class Retriever(ABC):

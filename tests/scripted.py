@@ -131,3 +131,33 @@ def run_cli(*args: str) -> tuple[int, str, str]:
     with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
         code = cli.main(list(args))
     return code, out.getvalue(), err.getvalue()
+
+
+class BagOfWordsEmbedder:
+    """Unit vectors of hashed word counts: a deterministic stand-in for an embeddings endpoint in
+    tests of the dense retriever's control flow (batching, resuming, fusion). ``fail_after`` batches,
+    it raises, as an endpoint that goes away mid-run does."""
+
+    name = "scripted:bow"
+
+    def __init__(self, dim: int = 64, fail_after: int | None = None):
+        self.dim, self.fail_after = dim, fail_after
+        self.batches: list[list[str]] = []
+
+    def embed(self, texts: list[str]):
+        import zlib
+
+        import numpy as np
+
+        if self.fail_after is not None and len(self.batches) >= self.fail_after:
+            raise ConnectionError("embedding endpoint went away")
+        self.batches.append(list(texts))
+        out = np.zeros((len(texts), self.dim), dtype=np.float32)
+        for row, text in enumerate(texts):
+            for word in text.lower().split():
+                out[row, zlib.crc32(word.strip(".,?").encode()) % self.dim] += 1.0
+        norms = np.linalg.norm(out, axis=1, keepdims=True)
+        return out / np.where(norms > 0, norms, 1.0)
+
+    def describe(self) -> dict:
+        return {"name": self.name, "dim": self.dim}

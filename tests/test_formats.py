@@ -602,7 +602,7 @@ def test_session_records_the_format(tmp_path, files, monkeypatch):
     import flarebench.bench.session as session_mod
 
     monkeypatch.setattr(session_mod, "make_lm", lambda *args, **kwargs: _StubLM())
-    monkeypatch.setattr(session_mod, "make_retriever", lambda spec, corpus: _StubRetriever(corpus))
+    monkeypatch.setattr(session_mod, "make_retriever", lambda spec, corpus, *a, **kw: _StubRetriever(corpus))
     s = session_mod.BenchSession(
         strategy=["no_retrieval"],
         probes=str(files["2wiki"]),

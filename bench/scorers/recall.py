@@ -17,20 +17,46 @@ _DOC = (
 )
 
 
+_PER_QUERY = (
+    "Each query's recall is the share of the probe's gold documents among the k it returned; "
+    "probes without gold documents are left out (empty if none is left)."
+)
+
+
 def recall_row(trace: Trace, probe: Any, row: Mapping[str, Any]) -> dict[str, float | None]:
     """``recall``: the share of the probe's gold doc ids in the union of every retrieval's doc ids;
     None when the probe has no gold docs, 0.0 when it has some but nothing was retrieved, None
-    when a service under test (``http``) did not list its retrievals (the summary is then missing)."""
+    when a service under test (``http``) did not list its retrievals (the summary is then missing).
+    ``recall_first_hop``: the first-hop query's recall (None without a first hop);
+    ``recall_later_hops``: the mean recall of the queries made while generating (None without one)."""
     gold = set(getattr(probe, "gold_doc_ids", None) or [])
     if not gold or (trace.service is not None and not trace.service.listed_retrievals):
-        return {"recall": None}
+        return dict.fromkeys(("recall", "recall_first_hop", "recall_later_hops"))
     retrieved = {d for r in trace.retrievals for d in r.doc_ids}
-    return {"recall": len(gold & retrieved) / len(gold)}
+    first = [len(gold & set(r.doc_ids)) / len(gold) for r in trace.retrievals if r.first_hop]
+    later = [len(gold & set(r.doc_ids)) / len(gold) for r in trace.retrievals if not r.first_hop]
+    return {
+        "recall": len(gold & retrieved) / len(gold),
+        "recall_first_hop": first[0] if first else None,
+        "recall_later_hops": sum(later) / len(later) if later else None,
+    }
 
 
 @scorer(
     Column("recall", _DOC + " Same value as recall_at_k (kept for baselines that name it).", better=HIGHER),
     Column("recall_at_k", _DOC, better=HIGHER),
+    Column(
+        "recall_first_hop",
+        "Mean recall of the first-hop query (the question, before generating) over the probes that made one. "
+        + _PER_QUERY,
+        better=HIGHER,
+    ),
+    Column(
+        "recall_later_hops",
+        "Mean recall of the queries made while generating (every retrieval but the first hop; per probe, "
+        "the mean over its queries), over the probes that made one. " + _PER_QUERY,
+        better=HIGHER,
+    ),
     order=30,
     per_probe=recall_row,
     needs=("recall",),
@@ -39,7 +65,16 @@ def recall(g: Group) -> dict[str, float]:
     """The mean over the probes that have gold documents; NaN when none has, and when a service
     did not list its retrievals (the retrieval scorer's ``retrievals`` NaN on some probe; its notes
     say so)."""
-    values = pd.to_numeric(g.rows["recall"], errors="coerce")
     unknown = "retrievals" in g.rows and g.rows.loc[g.service, "retrievals"].isna().any()
-    mean = float(values.mean()) if values.notna().any() and not unknown else float("nan")
-    return {"recall": mean, "recall_at_k": mean}
+
+    def mean(column: str) -> float:
+        # Rows scored before a column existed have none: missing, never 0.
+        values = pd.to_numeric(g.rows[column], errors="coerce") if column in g.rows else pd.Series(dtype=float)
+        return float(values.mean()) if values.notna().any() and not unknown else float("nan")
+
+    return {
+        "recall": mean("recall"),
+        "recall_at_k": mean("recall"),
+        "recall_first_hop": mean("recall_first_hop"),
+        "recall_later_hops": mean("recall_later_hops"),
+    }

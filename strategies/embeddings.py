@@ -1,0 +1,97 @@
+"""Text embeddings from any OpenAI-compatible ``/embeddings`` endpoint (``--embed openai:MODEL``).
+
+Vectors come back L2-normalised, so that a dot product is a cosine. Some servers return one vector
+per token instead of one per text (``python -m llama_cpp.server --embedding true`` does, for a model
+without a pooling layer such as SmolLM2): those are mean-pooled here, and :meth:`describe` says so.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+
+import numpy as np
+
+from flarebench.strategies.lm import DEFAULT_MAX_RETRIES, DEFAULT_TIMEOUT, LMError, LMUnavailable
+
+EMBED_SPECS = "openai:MODEL"
+#: A fixed text embedded once at start: its vector identifies the model that serves the name (a local
+#: server answers to any model name), so cached corpus vectors are never reused across models.
+CANARY = "flarebench embedding fingerprint: the quick brown fox jumps over the lazy dog."
+
+
+class OpenAIEmbedder:
+    """``model`` on the endpoint at ``base_url`` (else ``$OPENAI_BASE_URL``), the key in ``api_key``
+    (a local server needs none). :attr:`fingerprint` identifies the served model by its vectors."""
+
+    def __init__(
+        self,
+        model: str,
+        base_url: str | None = None,
+        api_key: str | None = None,
+        timeout: float = DEFAULT_TIMEOUT,
+        max_retries: int = DEFAULT_MAX_RETRIES,
+    ):
+        import openai
+
+        self.model = model
+        self.name = f"openai:{model}"
+        self._client = openai.OpenAI(
+            base_url=base_url or os.environ.get("OPENAI_BASE_URL"),
+            api_key=api_key or os.environ.get("OPENAI_API_KEY") or "none",
+            timeout=timeout,
+            max_retries=max_retries,
+        )
+        self.base_url = str(self._client.base_url).rstrip("/")
+        self.pooling = "server"
+        canary = self.embed([CANARY])[0]
+        self.dim = int(canary.shape[0])
+        self.fingerprint = hashlib.sha256(np.round(canary, 3).tobytes()).hexdigest()[:16]
+
+    def embed(self, texts: list[str]) -> np.ndarray:
+        """One request: a (len(texts), dim) float32 array of unit vectors, in the order given."""
+        import openai
+
+        try:
+            reply = self._client.embeddings.create(model=self.model, input=texts, encoding_format="float")
+        except (openai.APIConnectionError, openai.APITimeoutError, openai.RateLimitError) as e:
+            raise LMUnavailable(f"--embed {self.name}: {self.base_url} cannot be reached: {e}") from None
+        except openai.APIStatusError as e:
+            raise LMError(
+                f"--embed {self.name}: {self.base_url}/embeddings answered {e.status_code}: {e.message}"
+            ) from None
+        rows = sorted(reply.data, key=lambda d: d.index)
+        if len(rows) != len(texts):
+            raise LMError(f"--embed {self.name}: {len(texts)} texts sent, {len(rows)} vectors returned")
+        return np.stack([self._one(r.embedding) for r in rows])
+
+    def _one(self, embedding: list) -> np.ndarray:
+        vec = np.asarray(embedding, dtype=np.float32)
+        if vec.ndim == 2:  # one vector per token: mean-pool them
+            self.pooling = "mean of the per-token vectors the server returned"
+            vec = vec.mean(axis=0)
+        norm = float(np.linalg.norm(vec))
+        return vec / norm if norm > 0 else vec
+
+    def describe(self) -> dict:
+        """What identifies the embeddings in run.json (never the key)."""
+        return {
+            "name": self.name,
+            "base_url": self.base_url,
+            "dim": self.dim,
+            "pooling": self.pooling,
+            "fingerprint": self.fingerprint,
+        }
+
+
+def make_embedder(spec: str, base_url: str | None = None, api_key_env: str | None = None) -> OpenAIEmbedder:
+    """``openai:MODEL`` on ``base_url``, the key in the environment variable ``api_key_env``."""
+    kind, _, model = spec.partition(":")
+    if kind != "openai" or not model:
+        raise ValueError(f"unknown --embed spec {spec!r}; known: {EMBED_SPECS}")
+    key = None
+    if api_key_env:
+        key = os.environ.get(api_key_env)
+        if not key:
+            raise ValueError(f"--embed-api-key-env {api_key_env}: the environment variable {api_key_env} is not set")
+    return OpenAIEmbedder(model, base_url=base_url, api_key=key)

@@ -1,0 +1,199 @@
+"""Dense and hybrid retrieval, reranking, and the per-hop recall and retrieval latency columns: their
+control flow, with a bag-of-words embedder and a scripted LM (tests/test_dense_model.py runs them
+against a real embeddings server and the real model)."""
+
+from __future__ import annotations
+
+import json
+import random
+import threading
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from flarebench.bench.scorers.recall import recall_row
+from flarebench.bench.scorers.registry import Group, Scoring
+from flarebench.bench.scorers.retrieval_latency import retrieval_latency, search_seconds
+from flarebench.strategies.bm25 import BM25Retriever
+from flarebench.strategies.dense import DenseRetriever
+from flarebench.strategies.hybrid import HybridRetriever
+from flarebench.strategies.records import FIRST_HOP, LOW_CONFIDENCE, Passage, Retrieval, Step, Trace
+from flarebench.strategies.rerank import RERANK, EndpointReranker, LMReranker, RerankedRetriever
+from flarebench.strategies.single_time import SingleTime
+from tests.scripted import BagOfWordsEmbedder, ScriptedLM, ScriptedRetriever
+
+CORPUS = [
+    Passage("kettle", "Kettle", "The kettle boils water in two minutes."),
+    Passage("ledger", "Ledger", "The ledger service settles payments every night."),
+    Passage("gateway", "Gateway", "The gateway routes public API traffic to services."),
+    Passage("pager", "Pager", "The pager wakes the on-call engineer at night."),
+    Passage("ferry", "Ferry", "The ferry crosses the river twice a day."),
+]
+
+
+def test_dense_ranks_passages_by_cosine_and_caches_the_corpus_vectors():
+    dense = DenseRetriever(CORPUS, BagOfWordsEmbedder(), progress=False)
+    hits = dense.lookup("which service settles payments", 3).passages
+    assert hits[0].id == "ledger"
+    assert [h.score for h in hits] == sorted((h.score for h in hits), reverse=True)
+    again = BagOfWordsEmbedder()
+    DenseRetriever(CORPUS, again, progress=False)
+    assert again.batches == []  # the vectors came from the cache
+    assert dense.describe()["search"] == "exact cosine"
+
+
+def test_an_interrupted_embedding_run_resumes_where_it_stopped(tmp_path, monkeypatch):
+    corpus = [Passage(f"d{i}", f"Doc {i}", f"text number {i} about topic {i % 3}") for i in range(7)]
+    monkeypatch.setenv("FLAREBENCH_CACHE", str(tmp_path / "a"))
+    with pytest.raises(ConnectionError):
+        DenseRetriever(corpus, BagOfWordsEmbedder(fail_after=2), batch=2, progress=False)
+    resumed = BagOfWordsEmbedder()
+    vectors = DenseRetriever(corpus, resumed, batch=2, progress=False).vectors
+    # Two batches (4 docs) were kept; only the 3 docs left were embedded again.
+    assert [len(b) for b in resumed.batches] == [2, 1]
+    monkeypatch.setenv("FLAREBENCH_CACHE", str(tmp_path / "b"))
+    fresh = DenseRetriever(corpus, BagOfWordsEmbedder(), batch=2, progress=False).vectors
+    np.testing.assert_array_equal(vectors, fresh)
+
+
+def test_above_exact_limit_an_hnsw_index_serves_and_its_recall_is_printed(capsys):
+    pytest.importorskip("faiss")
+    rng = random.Random(0)
+    words = [f"w{i}" for i in range(400)]
+    corpus = [Passage(f"d{i}", "", " ".join(rng.sample(words, 12))) for i in range(300)]
+    dense = DenseRetriever(corpus, BagOfWordsEmbedder(dim=128), exact_limit=50, progress=False)
+    assert dense.describe()["search"] == "hnsw"
+    assert dense.recall >= 0.9
+    assert "recall@10 against exact search" in capsys.readouterr().err
+    assert dense.lookup(corpus[17].text, 1).passages[0].id == "d17"
+
+
+def test_hybrid_fuses_the_two_rankings_by_reciprocal_rank():
+    bm25, dense = BM25Retriever(CORPUS), DenseRetriever(CORPUS, BagOfWordsEmbedder(), progress=False)
+    hybrid = HybridRetriever(bm25, dense, rrf_k=10, bm25_weight=2.0, dense_weight=1.0, depth=5)
+    query = "night payments service"
+    hits = hybrid.lookup(query, 5).passages
+    ranks_b = {p.id: r for r, p in enumerate(bm25.lookup(query, 5).passages, 1)}
+    ranks_d = {CORPUS[i].id: r for r, (i, _) in enumerate(dense.ranked(query, 5), 1)}
+    for h in hits:
+        expected = 2.0 / (10 + ranks_b[h.id]) if h.id in ranks_b else 0.0
+        expected += 1.0 / (10 + ranks_d[h.id])
+        assert h.score == pytest.approx(expected)
+    assert len({h.id for h in hits}) == len(hits) == 5
+    assert hybrid.describe()["rrf_k"] == 10.0
+
+
+def _yes(p: float) -> tuple:
+    """A scripted one-token reply whose top alternatives give P(Yes) = p."""
+    return ([" Yes"], [p], "stop", {"top": [[[" Yes", p], [" No", 1 - p]]]})
+
+
+def test_lm_reranking_orders_by_the_odds_of_yes_and_its_calls_are_the_strategys():
+    lm = ScriptedLM([_yes(0.2), _yes(0.9), _yes(0.5), "So the answer is x."])
+    inner = ScriptedRetriever([["a", "b", "c"]])
+    reranked = RerankedRetriever(inner, LMReranker(lm), depth=3)
+    trace = SingleTime(k=2).run("q?", lm, reranked)
+    retrieval = trace.retrievals[0]
+    assert retrieval.doc_ids == ["b", "c"]
+    assert [c.purpose for c in trace.lm_calls] == [RERANK, RERANK, RERANK, "generate"]
+    assert all(r.top_logprobs == 20 for r in lm.requests[:3])
+    # Written with the retrieval, read back the same; a retrieval without a reranker keeps its shape.
+    d = trace.to_dict()
+    assert len(d["steps"][0]["retrievals"][0]["lm_calls"]) == 3
+    back = Trace.from_dict(json.loads(json.dumps(d))).lm_calls  # per-token alternatives are rounded when written
+    assert [(c.purpose, c.text, c.prompt_tokens) for c in back] == [
+        (c.purpose, c.text, c.prompt_tokens) for c in trace.lm_calls
+    ]
+    plain = SingleTime(k=2).run("q?", ScriptedLM(["x"]), ScriptedRetriever([["a"]]))
+    assert "lm_calls" not in plain.to_dict()["steps"][0]["retrievals"][0]
+
+
+def test_lm_reranking_needs_top_logprobs():
+    lm = ScriptedLM(["x"])
+    lm.supports_top_logprobs = False
+    with pytest.raises(ValueError, match="needs per-token top logprobs"):
+        LMReranker(lm)
+
+
+class _RerankHandler(BaseHTTPRequestHandler):
+    def do_POST(self):  # noqa: N802 (http.server's name)
+        body = json.loads(self.rfile.read(int(self.headers["Content-Length"])))
+        if self.path != "/v1/rerank":
+            self.send_response(404)
+            self.end_headers()
+            return
+        # Scores: the longer the document, the better.
+        results = [{"index": i, "relevance_score": len(d)} for i, d in enumerate(body["documents"])]
+        data = json.dumps({"results": results}).encode()
+        self.send_response(200)
+        self.send_header("Content-Type", "application/json")
+        self.send_header("Content-Length", str(len(data)))
+        self.end_headers()
+        self.wfile.write(data)
+
+    def log_message(self, *args):
+        pass
+
+
+@pytest.fixture
+def rerank_server():
+    server = ThreadingHTTPServer(("127.0.0.1", 0), _RerankHandler)
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    yield f"http://127.0.0.1:{server.server_port}"
+    server.shutdown()
+
+
+def test_an_endpoint_reranker_orders_by_its_scores_and_one_without_rerank_is_refused(rerank_server):
+    inner = ScriptedRetriever([["a", "bbbbbb", "ccc"]])
+    reranked = RerankedRetriever(inner, EndpointReranker("r", base_url=f"{rerank_server}/v1"), depth=3)
+    found = reranked.lookup("q", 2)
+    assert [p.id for p in found.passages] == ["bbbbbb", "ccc"] and found.lm_calls == []
+    with pytest.raises(ValueError, match=r"/rerank answered HTTP 404.*use --rerank lm"):
+        EndpointReranker("r", base_url=f"{rerank_server}/nothing")
+
+
+def _trace(retrievals: list[Retrieval]) -> Trace:
+    return Trace("q", "out", "a", "answer", steps=[Step("s", [], retrievals)])
+
+
+def test_recall_per_hop_and_retrieval_latency_are_computed_per_query():
+    probe = type("P", (), {"gold_doc_ids": ["g1", "g2"]})()
+    trace = _trace(
+        [
+            Retrieval("q", FIRST_HOP, ["g1", "x", "y"], 0.1),
+            Retrieval("s1", LOW_CONFIDENCE, ["g1", "g2", "x"], 0.3),
+            Retrieval("s2", LOW_CONFIDENCE, ["x", "y", "z"], 0.2),
+        ]
+    )
+    row = recall_row(trace, probe, {})
+    assert row == {"recall": 1.0, "recall_first_hop": 0.5, "recall_later_hops": 0.5}
+    assert recall_row(_trace([]), probe, {})["recall_first_hop"] is None
+    rows = pd.DataFrame([search_seconds(trace, probe, {}), {"retrieval_seconds": (0.4,)}])
+    values = retrieval_latency(Group("s", rows, Scoring({})))
+    assert values["retrieval_latency_p50_s"] == pytest.approx(0.25)
+    none = retrieval_latency(Group("s", pd.DataFrame([{"retrieval_seconds": ()}]), Scoring({})))
+    assert np.isnan(none["retrieval_latency_p95_s"])
+
+
+@pytest.mark.parametrize(
+    ("options", "message"),
+    [
+        ({"embed": "openai:e"}, "--embed only applies to --retriever dense or hybrid, not bm25s"),
+        ({"retriever": "dense"}, "--retriever dense needs --embed openai:MODEL"),
+        ({"retriever": "hybrid:rrf=3"}, "'rrf=3' is not KEY=VALUE with KEY one of rrf_k"),
+        ({"retriever": "hybrid:depth=x", "embed": "openai:e"}, "depth must be a int, got 'x'"),
+        ({"embed": "cohere:e", "retriever": "dense"}, "unknown --embed spec 'cohere:e'"),
+        ({"rerank": "bogus"}, "unknown --rerank spec 'bogus'; known: lm, openai:MODEL"),
+        ({"rerank": "lm", "rerank_depth": 0}, "--rerank-depth must be >= 1, got 0"),
+        ({"embed_base_url": "http://x"}, "--embed-base-url and --embed-api-key-env need --embed"),
+    ],
+)
+def test_bad_retrieval_options_are_one_line_before_the_run(scripted_lm, tmp_path, options, message):
+    from flarebench.bench.session import BenchSession, ConfigError
+
+    with pytest.raises(ConfigError) as e:
+        BenchSession(strategy=["single_time"], limit=1, progress=False, report_dir=str(tmp_path / "r"), **options)
+    assert message in str(e.value) and "\n" not in str(e.value)
+    assert not (tmp_path / "r").exists()
