@@ -122,8 +122,9 @@ RUN_OPTIONS: tuple[Option, ...] = (
     ),
     Option(
         "--retriever",
-        "retriever backend: bm25s (embedded BM25), or pyserini (real Lucene BM25 through Anserini; extra lucene, "
-        "see README) (default: bm25s)",
+        "retriever backend: bm25s (embedded BM25), pyserini (real Lucene BM25 through Anserini; extra lucene, "
+        "see README), or http:URL (your own search service: each search POSTed to URL as JSON, see README) "
+        "(default: bm25s)",
         default="bm25s",
         metavar="SPEC",
     ),

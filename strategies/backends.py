@@ -18,7 +18,7 @@ from flarebench.strategies.lm import LM, LMError
 from flarebench.strategies.retriever import CorpusDoc, Retriever, cache_root
 
 LM_SPECS = "llamacpp:smollm2, llamacpp:gemma3-270m, llamacpp:PATH.gguf, openai:MODEL"
-RETRIEVER_SPECS = "bm25s, pyserini"
+RETRIEVER_SPECS = "bm25s, pyserini, http:URL"
 
 _LMS: dict[str, type[LM]] = {}
 _RETRIEVERS: dict[str, type[Retriever]] = {}
@@ -166,6 +166,10 @@ def make_retriever(spec: str, corpus: list[CorpusDoc]) -> Retriever:
         from flarebench.strategies.lucene import LuceneRetriever
 
         return LuceneRetriever(corpus)
+    if spec.partition(":")[0] == "http":  # a search service of the user's own, holding its own index
+        from flarebench.strategies.http_retriever import HttpRetriever
+
+        return HttpRetriever.from_spec(spec, corpus)
     found = _plugin(_RETRIEVERS, plugins.RETRIEVERS, "retriever", Retriever, spec)
     if found is not None:
         return found(corpus)
