@@ -11,6 +11,7 @@ from pathlib import Path
 from typing import Any
 
 from flarebench.bench import version
+from flarebench.strategies.http_client import redact_urls
 
 
 def run_config(
@@ -103,8 +104,9 @@ def config_difference(baseline: dict[str, Any], run: dict[str, Any], specs: list
 def command_line(argv: list[str] | None = None) -> str:
     """The command that made a run, as its user typed it: the program's name, not the path of the
     interpreter or virtual environment it ran from (``flarebench compare ...``, ``pytest bench ...``,
-    ``python -m flarebench run ...``). Recorded in run.json and baselines, shown in report.html."""
+    ``python -m flarebench run ...``). Recorded in run.json and baselines, shown in report.html, so
+    the keys in its URLs are redacted (``--retriever http:URL?api_key=...``)."""
     argv = list(sys.argv if argv is None else argv) or [""]
     program = Path(argv[0])
     name = f"python -m {program.parent.name}" if program.name == "__main__.py" else program.name
-    return " ".join([name, *(shlex.quote(a) for a in argv[1:])])
+    return " ".join([name, *(shlex.quote(redact_urls(a)) for a in argv[1:])])

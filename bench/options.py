@@ -123,8 +123,9 @@ RUN_OPTIONS: tuple[Option, ...] = (
     Option(
         "--retriever",
         "retriever backend: bm25s (embedded BM25), pyserini (real Lucene BM25 through Anserini; extra lucene, "
-        "see README), dense (cosine over --embed's vectors) or hybrid (bm25s and dense fused by reciprocal rank; "
-        "hybrid:rrf_k=60,bm25_weight=1,dense_weight=1,depth=20) (default: bm25s)",
+        "see README), dense (cosine over --embed's vectors), hybrid (bm25s and dense fused by reciprocal rank; "
+        "hybrid:rrf_k=60,bm25_weight=1,dense_weight=1,depth=20) or http:URL (your own search service: each search "
+        "POSTed to URL as JSON, see README) (default: bm25s)",
         default="bm25s",
         metavar="SPEC",
     ),

@@ -18,7 +18,7 @@ from flarebench.strategies.lm import LM, LMError
 from flarebench.strategies.retriever import CorpusDoc, Retriever, cache_root
 
 LM_SPECS = "llamacpp:smollm2, llamacpp:gemma3-270m, llamacpp:PATH.gguf, openai:MODEL"
-RETRIEVER_SPECS = "bm25s, pyserini, dense[:key=value,...], hybrid[:key=value,...]"
+RETRIEVER_SPECS = "bm25s, pyserini, dense[:key=value,...], hybrid[:key=value,...], http:URL"
 #: The parameters a ``dense`` or ``hybrid`` retriever spec may set, with their types.
 RETRIEVER_PARAMS = {
     "dense": {"exact_limit": int, "batch": int},
@@ -183,6 +183,10 @@ def make_retriever(spec: str, corpus: list[CorpusDoc], embedder=None, progress: 
     name = spec.partition(":")[0]
     if name in RETRIEVER_PARAMS:
         return _embedded_retriever(spec, corpus, embedder, progress)
+    if name == "http":  # a search service of the user's own, holding its own index
+        from flarebench.strategies.http_retriever import HttpRetriever
+
+        return HttpRetriever.from_spec(spec, corpus)
     found = _plugin(_RETRIEVERS, plugins.RETRIEVERS, "retriever", Retriever, spec)
     if found is not None:
         return found(corpus)

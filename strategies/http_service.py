@@ -16,50 +16,31 @@ time of the probe: the request, the service's whole work and the reply.
 
 The service is the system under test, so this strategy does network I/O by nature; it prints
 nothing, times nothing, and calls neither the run's LM nor its retriever. Failures are handled as
-``--lm openai`` handles them: ``timeout`` seconds per request and up to ``retries`` more tries,
-with exponential backoff, after a connection error, a timeout or HTTP 408, 409, 429 or 5xx. Another
-4xx, a 5xx other than 502/503/504 after the retries, and a reply that is not the JSON above raise
-:class:`ServiceError` (the runner records it as that probe's error); a service still unreachable,
-timing out or answering 429/502/503/504 after the retries raises :class:`ServiceUnavailable`,
-which stops the run as an unreachable LM does (the same command resumes it).
+``--lm openai`` handles them, by the client it shares with the ``http`` retriever
+(:mod:`flarebench.strategies.http_client`): ``timeout`` seconds per request and up to ``retries``
+more tries, with exponential backoff, after a connection error, a timeout or HTTP 408, 409, 429 or
+5xx. Another 4xx, a 5xx other than 502/503/504 after the retries, and a reply that is not the
+JSON above raise :class:`ServiceError` (the runner records it as that probe's error); a service
+still unreachable, timing out or answering 429/502/503/504 after the retries raises
+:class:`ServiceUnavailable`, which stops the run as an unreachable LM does (the same command
+resumes it).
 """
 
 from __future__ import annotations
 
-import json
-import random
-import threading
-import time
 import urllib.parse
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from flarebench.strategies.base import Strategy
-from flarebench.strategies.lm import DEFAULT_MAX_RETRIES, DEFAULT_TIMEOUT, LM, UNAVAILABLE_STATUS, LMUnavailable
+from flarebench.strategies.http_client import JSONEndpoint, is_http_url
+from flarebench.strategies.http_client import ServiceError as ServiceError  # re-exported: this strategy's errors
+from flarebench.strategies.http_client import ServiceUnavailable as ServiceUnavailable
+from flarebench.strategies.lm import DEFAULT_MAX_RETRIES, DEFAULT_TIMEOUT, LM
 from flarebench.strategies.prompts import extract_answer
 from flarebench.strategies.records import SERVICE, USAGE_KEYS, Retrieval, ServiceReport, Step, Trace
 from flarebench.strategies.registry import register
 from flarebench.strategies.retriever import Retriever
-
-if TYPE_CHECKING:
-    import httpx
-
-#: Statuses tried again (with 5xx), as the openai client does.
-RETRY_STATUS = frozenset({408, 409, 429})
-#: Backoff before the n-th retry: BACKOFF_S * 2**(n-1), at most BACKOFF_MAX_S, less up to a quarter
-#: (jitter): 0.5, 1, 2, 4 s, as the openai client waits.
-BACKOFF_S = 0.5
-BACKOFF_MAX_S = 8.0
-
-
-class ServiceError(RuntimeError):
-    """The service's reply to one question is unusable (an HTTP error, or not the JSON expected):
-    that probe's error, naming the URL and the field."""
-
-
-class ServiceUnavailable(LMUnavailable):
-    """The service cannot be reached, keeps timing out, or stays overloaded after the retries: the
-    run stops (a kind of :class:`LMUnavailable`, which the runner and the entry points stop on)."""
 
 
 @register("http")
@@ -78,16 +59,15 @@ class HTTPService(Strategy):
 
     def __post_init__(self) -> None:
         super().__post_init__()
-        self._http: httpx.Client | None = None  # made at the first question (_client)
-        self._lock = threading.Lock()
+        self._endpoint = JSONEndpoint(self.url, self.timeout, self.retries)
 
     def validate(self) -> None:
         super().validate()
         if not self.url:
             raise ValueError("needs url=URL, the endpoint each question is POSTed to (http:url=http://HOST:PORT/PATH)")
-        parts = urllib.parse.urlsplit(self.url)
-        if parts.scheme not in ("http", "https") or not parts.hostname:
+        if not is_http_url(self.url):
             raise ValueError(f"url must be an http:// or https:// URL, got {self.url!r}")
+        parts = urllib.parse.urlsplit(self.url)
         if parts.username is not None or parts.password is not None:
             raise ValueError("url holds credentials, which run.json and every trace would record; remove them")
         if self.timeout <= 0:
@@ -102,60 +82,13 @@ class HTTPService(Strategy):
         return {"post": {"question": "<question>"}}
 
     def run(self, question: str, lm: LM, retriever: Retriever) -> Trace:
-        return read_reply(question, self._post({"question": question}), self.url)
-
-    # -- transport ---------------------------------------------------------------------------------
-
-    def _post(self, body: dict) -> Any:
-        """POST ``body`` and decode the reply's JSON, trying again on a transient failure."""
-        import httpx  # here, not at the top: every spec lookup imports this module
-
-        status, why, cause = None, "", ""
-        for attempt in range(self.retries + 1):
-            if attempt:
-                time.sleep(min(BACKOFF_S * 2 ** (attempt - 1), BACKOFF_MAX_S) * (1 - 0.25 * random.random()))
-            try:
-                response = self._client().post(self.url, json=body)
-            except httpx.TimeoutException:
-                status, why, cause = None, f"did not answer within {self.timeout:g} s", ""
-                continue
-            except httpx.TransportError as e:  # refused, reset, closed mid-reply, no such host
-                status, why, cause = None, "is unreachable", f"{type(e).__name__}: {e}; "
-                continue
-            if response.status_code not in RETRY_STATUS and response.status_code < 500:
-                return self._decode(response)
-            status, why, cause = response.status_code, f"answered HTTP {status_text(response)}", ""
-        # Worded as --lm openai words it: "is unreachable (ConnectError: ...; 5 attempts)".
-        message = f"the service at {self.url} {why} ({cause}{self.retries + 1} attempt{'s' if self.retries else ''})"
-        if status is None or status in UNAVAILABLE_STATUS:
-            raise ServiceUnavailable(message)
-        raise ServiceError(message)
-
-    def _decode(self, response: httpx.Response) -> Any:
-        if not response.is_success:
-            raise ServiceError(f"the service at {self.url} answered HTTP {status_text(response)}")
-        try:
-            return json.loads(response.text)
-        except ValueError as e:
-            raise ServiceError(
-                f"the service at {self.url} returned malformed JSON ({e}): {_short(response.text)!r}"
-            ) from None
-
-    def _client(self) -> httpx.Client:
-        """One client per strategy, made at its first question and shared by every thread: a
-        connection kept alive between questions, as a deployed client keeps it."""
-        import httpx
-
-        with self._lock:
-            if self._http is None:
-                self._http = httpx.Client(timeout=self.timeout)
-            return self._http
+        return read_reply(question, self._endpoint.post({"question": question}), self._endpoint)
 
 
-def read_reply(question: str, data: Any, url: str) -> Trace:
+def read_reply(question: str, data: Any, endpoint: JSONEndpoint) -> Trace:
     """The trace of the service's reply ``data`` (decoded JSON); a ServiceError naming the field
     that is not as the module docstring says."""
-    fields = _Fields(data, url)
+    fields = _Fields(data, endpoint)
     answer = fields.get("answer", str)
     output = fields.get("output", str)
     if answer is None and output is None:
@@ -178,15 +111,10 @@ def read_reply(question: str, data: Any, url: str) -> Trace:
 class _Fields:
     """Reads the reply's fields, each checked; absent and null are the same: not reported."""
 
-    def __init__(self, data: Any, url: str):
-        self.data, self.url = data, url
+    def __init__(self, data: Any, endpoint: JSONEndpoint):
+        self.data, self.error = data, endpoint.malformed
         if not isinstance(data, dict):
             raise self.error("", "a JSON object", data)
-
-    def error(self, field: str, expected: str, value: Any = None) -> ServiceError:
-        where = f"{field}: " if field else ""
-        got = f", got {_short(json.dumps(value))}" if field or value is not None else ""
-        return ServiceError(f"the service at {self.url} returned a malformed reply: {where}expected {expected}{got}")
 
     def get(self, key: str, kind: type) -> Any:
         value = self.data.get(key)
@@ -215,13 +143,3 @@ class _Fields:
                 raise self.error(f"usage.{key}", "an integer >= 0 or null", value)
             out[key] = value
         return out
-
-
-def status_text(response: httpx.Response) -> str:
-    """``404: '{"detail": "Not Found"}'``: the status and the start of the body."""
-    return f"{response.status_code}: {_short(response.text)!r}"
-
-
-def _short(text: str, limit: int = 200) -> str:
-    text = " ".join(str(text).split())
-    return text if len(text) <= limit else text[:limit] + "..."

@@ -22,7 +22,7 @@ import pytest
 
 from flarebench.bench.report import summary_frame
 from flarebench.bench.runner import TraceLog, run_probe, run_strategy
-from flarebench.strategies import http_service
+from flarebench.strategies import http_client
 from flarebench.strategies.http_service import HTTPService, ServiceUnavailable
 from flarebench.strategies.lm import LMUnavailable
 from flarebench.strategies.records import SERVICE, ServiceReport, Trace
@@ -97,7 +97,7 @@ def service():
 
 @pytest.fixture(autouse=True)
 def _fast_backoff(monkeypatch):
-    monkeypatch.setattr(http_service, "BACKOFF_S", 0.01)
+    monkeypatch.setattr(http_client, "BACKOFF_S", 0.01)
 
 
 @dataclass
