@@ -39,7 +39,8 @@ def small_set(tmp_path_factory):
                 f.write(json.dumps({"id": d.id, "title": d.title, "text": d.text}) + "\n")
     with open(folder / "probes.jsonl", "w") as f:
         for p in probes:
-            f.write(json.dumps({"id": p.id, "question": p.question, "answers": p.answers, "gold_doc_ids": p.gold_doc_ids}) + "\n")
+            row = {"id": p.id, "question": p.question, "answers": p.answers, "gold_doc_ids": p.gold_doc_ids}
+            f.write(json.dumps(row) + "\n")
     return folder
 
 
