@@ -80,11 +80,12 @@ class Difficulty:
     fact_hits: dict[str, list[bool]] = field(default_factory=dict, repr=False)  # long probe id -> per fact
 
 
-def measure(ps: ProbeSet, k: int = K) -> Difficulty:
-    """Run bm25s over the set's own corpus with each question and score the top k."""
-    from flarebench.strategies.bm25 import BM25Retriever  # bm25s: only needed when measuring
+def measure(ps: ProbeSet, k: int = K, retriever=None) -> Difficulty:
+    """Run ``retriever`` (default: bm25s over the set's own corpus) with each question and score the top k."""
+    if retriever is None:
+        from flarebench.strategies.bm25 import BM25Retriever  # bm25s: only needed when measuring
 
-    retriever = BM25Retriever(ps.corpus)
+        retriever = BM25Retriever(ps.corpus)
     hits = measured = 0
     recalls: list[float] = []
     fact_hits: dict[str, list[bool]] = {}
@@ -172,10 +173,10 @@ def folder_bytes(path: Path) -> int:
     return sum(f.stat().st_size for f in Path(path).iterdir() if f.is_file())
 
 
-def table(rows: list[Difficulty], sizes: dict[str, int]) -> str:
+def table(rows: list[Difficulty], sizes: dict[str, int], k: int = K) -> str:
     """A Markdown table of measured sets."""
     lines = [
-        f"| set | probes | docs | size KB | answer@{K} (measured) | facts@{K} (facts) | recall@{K} (with gold) |",
+        f"| set | probes | docs | size KB | answer@{k} (measured) | facts@{k} (facts) | recall@{k} (with gold) |",
         "|---|---:|---:|---:|---|---|---|",
     ]
     for d in rows:
@@ -191,13 +192,30 @@ def main(argv: list[str] | None = None) -> int:
     """Print the difficulty table for the named (default: all shipped) probe sets."""
     ap = argparse.ArgumentParser(prog="python -m flarebench.probes.measure_sets", description=__doc__.split("\n\n")[0])
     ap.add_argument("sets", nargs="*", help="shipped names or folders (default: every shipped set)")
+    ap.add_argument("--k", type=int, default=K, help=f"documents per search (default: {K})")
+    ap.add_argument(
+        "--retriever", default="bm25s", metavar="SPEC", help="as flarebench run's --retriever (default: bm25s)"
+    )
+    ap.add_argument("--embed", metavar="SPEC", help="as flarebench run's --embed, for --retriever dense or hybrid")
+    ap.add_argument("--embed-base-url", metavar="URL", help="as flarebench run's --embed-base-url")
+    ap.add_argument("--embed-api-key-env", metavar="VAR", help="as flarebench run's --embed-api-key-env")
     args = ap.parse_args(argv)
+    from flarebench.strategies.backends import make_retriever
+    from flarebench.strategies.embeddings import make_embedder
+    from flarebench.strategies.lm import LMError
+
     rows, sizes = [], {}
-    for name in args.sets or shipped_names():
-        ps = load_probe_set(name)
-        rows.append(measure(ps))
-        sizes[ps.name] = folder_bytes(ps.path)
-    print(table(rows, sizes))
+    try:
+        embedder = make_embedder(args.embed, args.embed_base_url, args.embed_api_key_env) if args.embed else None
+        for name in args.sets or shipped_names():
+            ps = load_probe_set(name)
+            rows.append(measure(ps, args.k, make_retriever(args.retriever, ps.corpus, embedder, progress=True)))
+            sizes[ps.name] = folder_bytes(ps.path)
+    except (ValueError, LMError) as e:  # a bad spec, an extra not installed, an endpoint that fails
+        print(f"measure_sets: {e}", file=sys.stderr)
+        return 2
+    print(f"retriever: {args.retriever}" + (f", embeddings {args.embed}" if args.embed else ""))
+    print(table(rows, sizes, args.k))
     return 0
 
 

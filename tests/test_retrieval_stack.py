@@ -197,3 +197,17 @@ def test_bad_retrieval_options_are_one_line_before_the_run(scripted_lm, tmp_path
         BenchSession(strategy=["single_time"], limit=1, progress=False, report_dir=str(tmp_path / "r"), **options)
     assert message in str(e.value) and "\n" not in str(e.value)
     assert not (tmp_path / "r").exists()
+
+
+def test_measure_sets_measures_with_any_retriever_and_refuses_a_bad_one_in_a_line(capsys):
+    from flarebench.probes.measure_sets import main
+
+    assert main(["phantomwiki", "--k", "3"]) == 0
+    out = capsys.readouterr().out
+    assert out.startswith("retriever: bm25s\n") and "recall@3 (with gold)" in out
+    assert main(["phantomwiki", "--retriever", "dense"]) == 2
+    err = capsys.readouterr().err
+    assert (
+        err
+        == "measure_sets: --retriever dense needs --embed openai:MODEL, an embeddings endpoint (see --embed-base-url)\n"
+    )
