@@ -35,6 +35,8 @@ def run_config(
         "flarebench": version(),
         "requests_sha256": {spec: s.request_sha256() for spec, s in strategies.items()},
     }
+    if probe_set.chunking is not None:  # a set built from a folder of documents: how it was split
+        config["probes"]["chunking"] = probe_set.chunking
     if record_topk is not None:
         config["record_topk"] = record_topk
     return config
@@ -58,13 +60,15 @@ def first_difference(old: Any, new: Any, path: str = "") -> str | None:
 def fingerprint(config: dict[str, Any], strategies: dict[str, Any], n_probes: int) -> dict[str, Any]:
     """What must match for two runs' metrics to be comparable, from a run's :func:`run_config`.
 
-    The probe set (by name and content hash; its path is left out, it differs between machines)
+    The probe set (by name and content hash; its path is left out, it differs between machines, and
+    so is the chunking of a set built from documents, which its content hash already covers)
     and how many of its probes ran, the LM, the retriever, the flarebench version, and per spec its
     parameters, the hash of its static prompts (the run-wide prompt hash depends on which specs ran
     together) and the hash of everything else that shapes its requests; ``record_topk`` when the
     run had it.
     """
-    probes = {k: v for k, v in config["probes"].items() if k != "source"}
+    # The chunking is left out as the path is: the content hash already tells the chunks apart.
+    probes = {k: v for k, v in config["probes"].items() if k not in ("source", "chunking")}
     fp = {
         "probes": {**probes, "limit": n_probes},
         "lm": config["lm"],

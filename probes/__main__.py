@@ -1,4 +1,5 @@
-"""Command line: ``python -m flarebench.probes list`` and ``python -m flarebench.probes validate PATH``.
+"""Command line: ``python -m flarebench.probes list``, ``python -m flarebench.probes validate PATH`` and
+``python -m flarebench.probes corpus DIR --out SET`` (a probe set from a folder of documents).
 
 Exit status: 0 when all is well, 2 for invalid data or bad usage (argparse's convention).
 """
@@ -8,6 +9,7 @@ from __future__ import annotations
 import argparse
 import os
 import sys
+from pathlib import Path
 
 from .load import PROBE_FORMATS, ProbeError, load_probe_set, resolve, shipped_names
 from .validate import check_folder
@@ -51,6 +53,29 @@ def _validate(path: str, require_readme: bool, fmt: str = "auto") -> int:
     return 0
 
 
+def _corpus(args: argparse.Namespace) -> int:
+    try:  # the corpus extra's parsers and splitter are imported only for this command
+        from .corpus import Chunking, CorpusError, build
+    except ModuleNotFoundError as e:
+        print(f"python -m flarebench.probes corpus needs {e.name}: pip install 'flarebench[corpus]'")
+        return 2
+    try:
+        built = build(
+            Path(args.folder),
+            Path(args.out),
+            questions=Path(args.questions) if args.questions else None,
+            chunking=Chunking(args.chunk_tokens, args.chunk_overlap),
+            licence=args.licence,
+            overwrite=args.overwrite,
+        )
+    except CorpusError as e:
+        print(e)
+        return 2
+    files = f"{sum(built.files.values())} files ({', '.join(f'{n} {fmt}' for fmt, n in built.files.items())})"
+    print(f"{args.out}: {built.chunks} chunks from {files}, {built.probes} probes")
+    return 0
+
+
 def main(argv: list[str] | None = None) -> int:
     """Run the CLI; returns the exit status."""
     ap = argparse.ArgumentParser(prog="python -m flarebench.probes", description="List and validate probe sets.")
@@ -69,9 +94,26 @@ def main(argv: list[str] | None = None) -> int:
         default="auto",
         help="how to read PATH (default auto: a folder is a flarebench set, a file is detected by its shape)",
     )
+    c = sub.add_parser("corpus", help="build a probe set from a folder of Markdown, text, HTML and PDF files")
+    c.add_argument("folder", metavar="DIR", help="the folder of documents (read with its sub-folders)")
+    c.add_argument("--out", required=True, metavar="SET", help="the probe-set folder to write")
+    c.add_argument(
+        "--questions",
+        "--probes",
+        metavar="FILE",
+        help="the questions, .jsonl or .csv (default: DIR/questions.jsonl or DIR/questions.csv)",
+    )
+    c.add_argument("--chunk-tokens", type=int, default=256, help="most tokens of text in a chunk (default 256)")
+    c.add_argument("--chunk-overlap", type=int, default=32, help="most tokens two chunks share (default 32)")
+    c.add_argument(
+        "--licence", help="the Licence line of the set's README.md (default: the documents' own, not recorded)"
+    )
+    c.add_argument("--overwrite", action="store_true", help="replace SET when it is not empty")
     args = ap.parse_args(argv)
     if args.command == "list":
         return _list()
+    if args.command == "corpus":
+        return _corpus(args)
     return _validate(args.path, args.require_readme, args.format)
 
 

@@ -117,4 +117,5 @@ def load_probe_set(name_or_path: str, fmt: str = "auto") -> ProbeSet:
         readme=checked.readme,
         corpus_hash=hashlib.sha256(checked.corpus_bytes).hexdigest(),
         probes_hash=hashlib.sha256(checked.probes_bytes).hexdigest(),
+        chunking=checked.chunking,
     )

@@ -73,7 +73,9 @@ class ProbeSet:
     corpus_hash and probes_hash are sha256 hex digests of the raw bytes of corpus.jsonl and
     probes.jsonl, so a report can tell exactly which data it ran on.  A set loaded from one
     official file (``format`` hotpotqa, 2wiki, asqa or strategyqa; see flarebench.probes.formats) has both
-    hashes equal to the sha256 of that file's bytes, path the file and readme None.
+    hashes equal to the sha256 of that file's bytes, path the file and readme None.  chunking is how a
+    set built from a folder of documents split them (its build.json; ``python -m flarebench.probes
+    corpus``), else None.
     """
 
     name: str
@@ -84,6 +86,7 @@ class ProbeSet:
     corpus_hash: str
     probes_hash: str
     format: str = "flarebench"
+    chunking: dict | None = None
 
     @property
     def hash(self) -> str:

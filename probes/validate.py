@@ -1,4 +1,4 @@
-"""Validate a probe folder (corpus.jsonl, probes.jsonl, optional README.md).
+"""Validate a probe folder (corpus.jsonl, probes.jsonl, optional README.md and build.json).
 
 Files are read with plain ``json``, one line at a time, so that every problem names its file,
 line and field: ``FILE:LINE: FIELD: message``.  Problems about a whole file use line 0 and the
@@ -17,6 +17,8 @@ from .model import ANSWER_TYPES, find_licence
 CORPUS_FILE = "corpus.jsonl"
 PROBES_FILE = "probes.jsonl"
 README_FILE = "README.md"
+#: How a set built from a folder of documents was made (``python -m flarebench.probes corpus``).
+BUILD_FILE = "build.json"
 
 _CORPUS_FIELDS = ("id", "title", "text")
 _PROBE_FIELDS = ("id", "question", "answers", "answer_type", "gold_doc_ids", "metadata", "required_facts")
@@ -33,6 +35,7 @@ class Checked:
     corpus_bytes: bytes = b""
     probes_bytes: bytes = b""
     readme: str | None = None
+    chunking: dict | None = None  # build.json's "chunking", when the folder has one
 
 
 def _type_name(value) -> str:
@@ -267,6 +270,26 @@ def _by_line(path: str, problems: list[str]) -> list[str]:
     return sorted(problems, key=lambda p: int(p[len(path) + 1 :].split(":", 1)[0]))
 
 
+def _check_build(path: str, out: Checked) -> None:
+    """build.json, when present: a JSON object; its "chunking", if any, an object."""
+    if not os.path.isfile(path) or (data := _read_file(path, out.problems)) is None:
+        return
+    try:
+        build = json.loads(data)
+    except json.JSONDecodeError as e:
+        out.problems.append(f"{path}:{e.lineno}: (json): invalid JSON: {e.msg} (column {e.colno})")
+        return
+    except UnicodeDecodeError as e:
+        out.problems.append(f"{path}:0: (encoding): not UTF-8 ({e.reason} at byte {e.start})")
+        return
+    if not isinstance(build, dict):
+        out.problems.append(f"{path}:0: (json): expected a JSON object, got {_type_name(build)}")
+    elif not isinstance(build.get("chunking", {}), dict):
+        out.problems.append(f"{path}:0: chunking: expected an object, got {_type_name(build['chunking'])}")
+    else:
+        out.chunking = build.get("chunking")
+
+
 def check_folder(path, *, require_readme: bool = False) -> Checked:
     """Read and check a probe folder in one pass; used by validate() and load_probe_set()."""
     base = os.fspath(path)
@@ -300,6 +323,7 @@ def check_folder(path, *, require_readme: bool = False) -> Checked:
         _check_one_form(probes_path, rows, found)
         out.problems += _by_line(probes_path, found)
         out.probes = [obj for _, obj in rows]
+    _check_build(os.path.join(base, BUILD_FILE), out)
     readme_path = os.path.join(base, README_FILE)
     if os.path.isfile(readme_path):
         with open(readme_path, encoding="utf-8", errors="replace") as f:

@@ -1,0 +1,333 @@
+"""Build a probe set from a team's folder of documents: ``python -m flarebench.probes corpus DIR --out SET``.
+
+Every Markdown, text, HTML and PDF file under DIR (``flarebench.probes.documents``) is split into
+chunks of at most ``chunk_tokens`` tokens, counted with the embedded model's tokenizer (SmolLM2's
+vocabulary, loaded by llama.cpp without the weights), by langchain-text-splitters'
+RecursiveCharacterTextSplitter; a chunk never crosses a heading. Each chunk is one document of
+``corpus.jsonl``: id ``PATH#N`` (PATH relative to DIR, N counting the file's chunks from 1), title the
+file's title and the chunk's heading path. The questions (``flarebench.probes.questions``) become
+``probes.jsonl``, their gold sources resolved to chunk ids. ``README.md`` and ``build.json`` record
+the source, the counts and the chunking; run.json records the chunking from ``build.json``.
+
+The set is written into a temporary folder beside SET, checked by the validator and then renamed:
+an interrupted build leaves SET as it was.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import dataclasses
+import difflib
+import io
+import json
+import os
+import shlex
+import shutil
+import sys
+from collections import Counter
+from dataclasses import dataclass
+from importlib import metadata
+from pathlib import Path
+
+import llama_cpp
+from langchain_text_splitters import RecursiveCharacterTextSplitter
+from tqdm import tqdm
+
+from flarebench.strategies.backends import smollm2_path
+
+from .documents import FORMATS, DocumentError, SourceDocument, read_document
+from .questions import DEFAULT_NAMES, Question, QuestionError, read_questions
+from .validate import BUILD_FILE, CORPUS_FILE, PROBES_FILE, README_FILE, check_folder
+
+DEFAULT_LICENCE = "the source documents' own licence (not recorded here)"
+#: Below this, one character (up to 4 UTF-8 bytes, a token each at worst) might not fit a chunk.
+MIN_CHUNK_TOKENS = 8
+
+
+class CorpusError(Exception):
+    """A build that cannot go on; ``problems`` holds one ``FILE:LINE: FIELD: message`` line each."""
+
+    def __init__(self, problems: list[str]):
+        super().__init__("\n".join(problems))
+        self.problems = problems
+
+
+@dataclass(frozen=True)
+class Chunking:
+    """How documents become chunks; recorded in the set's README.md and build.json, and in run.json."""
+
+    chunk_tokens: int = 256
+    chunk_overlap: int = 32
+    splitter: str = f"{RecursiveCharacterTextSplitter.__module__}.{RecursiveCharacterTextSplitter.__name__}"
+    splitter_version: str = metadata.version("langchain-text-splitters")
+    tokenizer: str = ""  # set by the build: the tokenizer that counted
+
+    def problem(self) -> str | None:
+        """One line naming a bad size or overlap, or None."""
+        if self.chunk_tokens < MIN_CHUNK_TOKENS:
+            return f"--chunk-tokens: must be at least {MIN_CHUNK_TOKENS}, got {self.chunk_tokens}"
+        if not 0 <= self.chunk_overlap < self.chunk_tokens:
+            return (
+                f"--chunk-overlap: must be at least 0 and less than --chunk-tokens ({self.chunk_tokens}), "
+                f"got {self.chunk_overlap}"
+            )
+        return None
+
+
+class TokenCounter:
+    """Counts tokens as the embedded model does: its GGUF file loaded vocabulary-only (no weights),
+    which takes a fraction of a second."""
+
+    def __init__(self) -> None:
+        path = smollm2_path()
+        # Without weights llama.cpp knows no training context, and warns on stderr when it makes the
+        # (unused) context: the warning goes through Python's sys.stderr, so it can be caught.
+        with contextlib.redirect_stderr(io.StringIO()):
+            self._vocab = llama_cpp.Llama(model_path=str(path), vocab_only=True, verbose=False)
+        self.name = f"{path.name} (llama.cpp, vocabulary only)"
+
+    def __call__(self, text: str) -> int:
+        return len(self._vocab.tokenize(text.encode("utf-8"), add_bos=False))
+
+
+class Chunker:
+    """Splits text into chunks of at most ``chunk_tokens`` tokens, the last ``chunk_overlap`` or fewer
+    repeated at the start of the next one when a paragraph is split inside."""
+
+    def __init__(self, chunking: Chunking, count: TokenCounter) -> None:
+        self.limit, self.overlap, self.count = chunking.chunk_tokens, chunking.chunk_overlap, count
+
+    def split(self, text: str, size: int | None = None) -> list[str]:
+        size = size or self.limit
+        splitter = RecursiveCharacterTextSplitter(
+            chunk_size=size, chunk_overlap=min(self.overlap, size - 1), length_function=self.count
+        )
+        chunks = []
+        for chunk in splitter.split_text(text):
+            n = self.count(chunk)
+            # The splitter adds up its pieces' counts, and joined pieces can take a token or two more:
+            # such a chunk is split again, smaller, so that every chunk fits.
+            chunks += [chunk] if n <= self.limit else self.split(chunk, max(1, size - (n - self.limit)))
+        return chunks
+
+
+@dataclass
+class Chunk:
+    """One document of the built corpus and the file it came from."""
+
+    id: str
+    title: str
+    text: str
+    source: str
+
+
+@dataclass
+class Built:
+    """What a build wrote: the counts its summary line and README report."""
+
+    out: Path
+    files: dict[str, int]
+    skipped: list[str]
+    chunks: int
+    probes: int
+
+
+def _files(folder: Path, exclude: set[Path]) -> tuple[list[str], list[str]]:
+    """(readable files, skipped files) under folder, relative, ``/``-separated, sorted; hidden files
+    and folders (``.git``) are passed over."""
+    found, skipped = [], []
+    for path in sorted(folder.rglob("*")):
+        rel = path.relative_to(folder)
+        if any(part.startswith(".") for part in rel.parts) or not path.is_file() or path.resolve() in exclude:
+            continue
+        (found if path.suffix.lower() in FORMATS else skipped).append(rel.as_posix())
+    return sorted(found), sorted(skipped)
+
+
+def _chunks(doc: SourceDocument, chunker: Chunker) -> list[Chunk]:
+    out = []
+    for section in doc.sections:
+        title = " > ".join((doc.title, *section.headings))
+        for text in chunker.split(section.text):
+            out.append(Chunk(f"{doc.path}#{len(out) + 1}", title, text, doc.path))
+    return out
+
+
+def _probes(asked: list[Question], where: Path, chunks: list[Chunk]) -> list[dict]:
+    """probes.jsonl's rows; a gold source that is a chunk id is that chunk, a file is all its chunks."""
+    ids = {c.id for c in chunks}
+    by_file: dict[str, list[str]] = {}
+    for c in chunks:
+        by_file.setdefault(c.source, []).append(c.id)
+    rows, problems = [], []
+    for q in asked:
+        gold: list[str] = []
+        for i, source in enumerate(q.gold):
+            name = source.replace("\\", "/").removeprefix("./")
+            if name in ids or name in by_file:
+                gold += [name] if name in ids else by_file[name]
+                continue
+            close = difflib.get_close_matches(name, [*by_file, *ids], n=1, cutoff=0.6)
+            hint = f"; did you mean '{close[0]}'?" if close else ""
+            problems.append(f"{where}:{q.line}: gold[{i}]: '{source}' matches no file or chunk id{hint}")
+        gold = list(dict.fromkeys(gold))
+        rows.append(
+            {"id": q.id, "question": q.question, "answers": q.answers, "answer_type": "single", "gold_doc_ids": gold}
+        )
+    if problems:
+        raise CorpusError(problems)
+    return rows
+
+
+def _questions_file(folder: Path, given: Path | None) -> Path:
+    if given is not None:
+        return given
+    present = [folder / name for name in DEFAULT_NAMES if (folder / name).is_file()]
+    if len(present) > 1:
+        both = " and ".join(DEFAULT_NAMES)
+        raise CorpusError([f"{folder}:0: (questions): both {both}; keep one or give --questions"])
+    if not present:
+        names = " or ".join(DEFAULT_NAMES)
+        raise CorpusError([f"{folder}:0: (questions): no questions: give --questions FILE, or put {names} in it"])
+    return present[0]
+
+
+def _command(folder: Path, out: Path, questions: Path | None, chunking: Chunking, licence: str | None) -> str:
+    """The command that rebuilds the set in place, every option spelt out."""
+    words = ["python", "-m", "flarebench.probes", "corpus", str(folder), "--out", str(out)]
+    words += ["--questions", str(questions)] if questions else []
+    words += ["--chunk-tokens", str(chunking.chunk_tokens), "--chunk-overlap", str(chunking.chunk_overlap)]
+    words += ["--licence", licence] if licence else []
+    return shlex.join([*words, "--overwrite"])
+
+
+def _readme(source: str, command: str, built: Built, chunking: Chunking, licence: str) -> str:
+    formats = ", ".join(f"{fmt}: {n}" for fmt, n in built.files.items())
+    skipped = f"; skipped (not a supported format): {len(built.skipped)}" if built.skipped else ""
+    return f"""# {built.out.name}: probes over the documents in `{source}`
+
+Built by flarebench's `python -m flarebench.probes corpus` from a folder of documents.
+
+Licence: {licence}
+
+## Counts
+
+- source folder: `{source}`
+- files by format: {formats}{skipped}
+- chunks (documents of `corpus.jsonl`): {built.chunks}
+- probes: {built.probes}
+
+## Chunking
+
+- splitter: `{chunking.splitter}` {chunking.splitter_version}, within each section (a chunk never crosses a heading)
+- tokenizer: {chunking.tokenizer}
+- chunk size: at most {chunking.chunk_tokens} tokens of text (the title is not counted)
+- overlap: up to {chunking.chunk_overlap} tokens, where a paragraph is split inside
+
+A chunk's id is `PATH#N`: the file's path in the folder and the chunk's number in the file, from 1.
+Its title is the file's title (the HTML `<title>`, the first Markdown H1, the PDF's metadata title,
+else the file name) and the headings above the chunk, joined by ` > `. `build.json` holds the same
+in JSON; run.json records the chunking.
+
+## Rebuild
+
+```
+{command}
+```
+"""
+
+
+def _write(out: Path, files: dict[str, str]) -> None:
+    """Write the set into a temporary folder beside out, check it, then put it in out's place."""
+    partial = out.with_name(f".{out.name}.partial-{os.getpid()}")
+    shutil.rmtree(partial, ignore_errors=True)
+    partial.mkdir(parents=True)
+    try:
+        for name, text in files.items():
+            (partial / name).write_bytes(text.encode("utf-8"))
+        if problems := check_folder(partial, require_readme=True).problems:
+            raise CorpusError(problems)  # a bug of this module's, not of the input: said all the same
+        if out.exists():
+            old = out.with_name(f".{out.name}.old-{os.getpid()}")
+            out.rename(old)
+            partial.rename(out)
+            shutil.rmtree(old)
+        else:
+            partial.rename(out)
+    finally:
+        shutil.rmtree(partial, ignore_errors=True)
+
+
+def _check_out(folder: Path, out: Path, overwrite: bool) -> None:
+    if out.exists() and not out.is_dir():
+        raise CorpusError([f"{out}:0: (out): exists and is not a folder"])
+    if out.is_dir() and any(out.iterdir()) and not overwrite:
+        raise CorpusError([f"{out}:0: (out): not empty; pass --overwrite to replace it"])
+    if out.resolve().is_relative_to(folder.resolve()):
+        raise CorpusError([f"{out}:0: (out): inside the source folder {folder}; a rebuild would read the set"])
+
+
+def build(
+    folder: Path,
+    out: Path,
+    *,
+    questions: Path | None = None,
+    chunking: Chunking | None = None,
+    licence: str | None = None,
+    overwrite: bool = False,
+) -> Built:
+    """Build the probe set at out from the documents and questions in folder; CorpusError when the
+    input is bad."""
+    chunking = chunking or Chunking()
+    if problem := chunking.problem():
+        raise CorpusError([problem])
+    if not folder.is_dir():
+        raise CorpusError([f"{folder}:0: (folder): {'not a folder' if folder.exists() else 'not found'}"])
+    _check_out(folder, out, overwrite)
+    question_files = {(folder / name).resolve() for name in DEFAULT_NAMES}
+    files, skipped = _files(folder, question_files | ({questions.resolve()} if questions else set()))
+    if not files:
+        raise CorpusError([f"{folder}:0: (folder): no Markdown, text, HTML or PDF files"])
+    qfile = _questions_file(folder, questions)
+    try:
+        asked = read_questions(qfile)
+    except QuestionError as e:
+        raise CorpusError(e.problems) from None
+    for name in skipped:
+        print(f"skipped {name}: not a supported format ({', '.join(sorted(FORMATS))})")
+    count = TokenCounter()
+    chunking = dataclasses.replace(chunking, tokenizer=count.name)
+    chunker, chunks, problems, formats = Chunker(chunking, count), [], [], Counter()
+    for name in tqdm(files, desc="reading", unit="file", file=sys.stderr, delay=2):
+        try:
+            doc = read_document(folder, name)
+        except DocumentError as e:
+            problems.append(str(e))
+            continue
+        formats[doc.format] += 1
+        if not (found := _chunks(doc, chunker)):
+            print(f"skipped {name}: no text (a scanned PDF has none to extract)")
+        chunks += found
+    if problems:
+        raise CorpusError(problems)
+    if not chunks:
+        raise CorpusError([f"{folder}:0: (folder): no text in any of its {len(files)} documents"])
+    probes = _probes(asked, qfile, chunks)
+    built = Built(out, dict(sorted(formats.items())), skipped, len(chunks), len(probes))
+    record = {"source": str(folder), "files": built.files, "skipped": skipped, "chunks": len(chunks)}
+    _write(
+        out,
+        {
+            CORPUS_FILE: "".join(json.dumps({"id": c.id, "title": c.title, "text": c.text}) + "\n" for c in chunks),
+            PROBES_FILE: "".join(json.dumps(p) + "\n" for p in probes),
+            README_FILE: _readme(
+                str(folder),
+                _command(folder, out, questions, chunking, licence),
+                built,
+                chunking,
+                licence or DEFAULT_LICENCE,
+            ),
+            BUILD_FILE: json.dumps({**record, "chunking": dataclasses.asdict(chunking)}, indent=2) + "\n",
+        },
+    )
+    return built

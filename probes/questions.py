@@ -1,0 +1,148 @@
+"""Read the questions of ``python -m flarebench.probes corpus``: a JSON-lines or CSV file with
+``question``, ``answer`` (one string) or ``answers`` (a list), an optional ``id`` and an optional
+``gold`` (the sources that support the answer: file paths relative to the folder, or chunk ids).
+
+JSON lines are read with plain ``json`` and CSV with the ``csv`` module, a record at a time, so that
+every problem is one ``FILE:LINE: FIELD: message`` line. In CSV, ``answers`` and ``gold`` hold
+several values separated by ``|``; an empty cell is an absent field.
+"""
+
+from __future__ import annotations
+
+import csv
+import difflib
+import io
+import json
+from dataclasses import dataclass, field
+from pathlib import Path
+
+#: The names a folder's own question file may have, looked for in this order.
+DEFAULT_NAMES = ("questions.jsonl", "questions.csv")
+FIELDS = ("id", "question", "answer", "answers", "gold")
+_SEPARATOR = "|"
+
+
+class QuestionError(Exception):
+    """Questions that cannot be used; ``problems`` holds one ``FILE:LINE: FIELD: message`` line each."""
+
+    def __init__(self, problems: list[str]):
+        super().__init__("\n".join(problems))
+        self.problems = problems
+
+
+@dataclass
+class Question:
+    """One question: its line in the file, id, text, accepted answers and gold sources as written."""
+
+    line: int
+    id: str
+    question: str
+    answers: list[str]
+    gold: list[str] = field(default_factory=list)
+
+
+def _jsonl(text: str, where: str, problems: list[str]) -> list[tuple[int, dict]]:
+    rows = []
+    for n, raw in enumerate(text.split("\n"), 1):
+        if not raw.strip():
+            continue
+        try:
+            obj = json.loads(raw)
+        except json.JSONDecodeError as e:
+            problems.append(f"{where}:{n}: (json): invalid JSON: {e.msg} (column {e.colno})")
+            continue
+        if isinstance(obj, dict):
+            rows.append((n, obj))
+        else:
+            problems.append(f"{where}:{n}: (json): expected a JSON object, got {type(obj).__name__}")
+    return rows
+
+
+def _csv(text: str, where: str, problems: list[str]) -> list[tuple[int, dict]]:
+    reader = csv.DictReader(io.StringIO(text, newline=""))
+    rows = []
+    try:
+        for row in reader:
+            if None in row:  # more cells than the header names
+                problems.append(f"{where}:{reader.line_num}: (csv): more cells than the header has columns")
+                continue
+            obj = {k: v.strip() for k, v in row.items() if k is not None and v is not None and v.strip()}
+            for key in ("answers", "gold"):
+                if key in obj:
+                    obj[key] = [part.strip() for part in obj[key].split(_SEPARATOR) if part.strip()]
+            rows.append((reader.line_num, obj))
+    except csv.Error as e:
+        problems.append(f"{where}:{reader.line_num}: (csv): {e}")
+    if reader.fieldnames is not None and "question" not in reader.fieldnames:
+        problems.append(f"{where}:1: (csv): the header has no 'question' column")
+    return rows
+
+
+def _strings(value, where: str, key: str, problems: list[str]) -> list[str] | None:
+    """A string or a list of non-empty strings, as a list; None after reporting a problem."""
+    values = [value] if isinstance(value, str) else value
+    if not isinstance(values, list) or not all(isinstance(v, str) and v.strip() for v in values):
+        problems.append(f"{where}: {key}: expected a non-empty string or a list of them")
+        return None
+    return [v.strip() for v in values]
+
+
+def _question(n: int, obj: dict, path: str, problems: list[str]) -> Question | None:
+    where = f"{path}:{n}"
+    before = len(problems)
+    for key in obj:
+        if key not in FIELDS:  # a typo ("anwser") would otherwise drop the answer silently
+            close = difflib.get_close_matches(key, FIELDS, n=1, cutoff=0.75)
+            hint = f"; did you mean '{close[0]}'?" if close else f" (allowed: {', '.join(FIELDS)})"
+            problems.append(f"{where}: {key}: unknown field{hint}")
+    text = obj.get("question")
+    if not isinstance(text, str) or not text.strip():
+        problems.append(f"{where}: question: missing or empty")
+    if "answer" in obj and "answers" in obj:
+        problems.append(f"{where}: answers: give answer or answers, not both")
+    elif "answer" not in obj and "answers" not in obj:
+        problems.append(f"{where}: answer: missing (give answer, or answers as a list)")
+    key = "answers" if "answers" in obj else "answer"
+    answers = _strings(obj[key], where, key, problems) if key in obj else None
+    gold = _strings(obj["gold"], where, "gold", problems) if "gold" in obj else []
+    qid = obj.get("id", f"q{n}")
+    if not isinstance(qid, str | int) or isinstance(qid, bool) or not str(qid).strip():
+        problems.append(f"{where}: id: expected a non-empty string")
+    if len(problems) > before:
+        return None
+    return Question(n, str(qid).strip(), text.strip(), answers, gold)
+
+
+def read_questions(path: Path) -> list[Question]:
+    """The questions of a ``.jsonl`` or ``.csv`` file; QuestionError with every problem found.
+
+    A question without an id gets ``q<LINE>``, its line in the file. Ids must be unique."""
+    name = str(path)
+    try:
+        text = path.read_bytes().decode("utf-8-sig")
+    except OSError as e:
+        raise QuestionError([f"{name}:0: (file): cannot read ({e.strerror or e})"]) from None
+    except UnicodeDecodeError as e:
+        raise QuestionError([f"{name}:0: (encoding): not UTF-8 ({e.reason} at byte {e.start})"]) from None
+    problems: list[str] = []
+    if path.suffix.lower() == ".csv":
+        rows = _csv(text, name, problems)
+    elif path.suffix.lower() == ".jsonl":
+        rows = _jsonl(text, name, problems)
+    else:
+        raise QuestionError([f"{name}:0: (file): a question file is .jsonl or .csv"])
+    questions, first = [], {}
+    for n, obj in rows:
+        q = _question(n, obj, name, problems)
+        if q is None:
+            continue
+        if q.id in first:
+            problems.append(f"{name}:{n}: id: duplicate id '{q.id}' (first on line {first[q.id]})")
+            continue
+        first[q.id] = n
+        questions.append(q)
+    if not rows and not problems:
+        problems.append(f"{name}:0: (file): no questions")
+    if problems:
+        raise QuestionError(problems)
+    return questions

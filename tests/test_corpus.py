@@ -1,0 +1,299 @@
+"""``python -m flarebench.probes corpus``: a probe set from a folder of documents.
+
+The fixture folder (tests/fixtures/corpus_folder) holds a small runbook of an invented company in
+Markdown, its release notes in HTML, its on-call handbook in PDF (made by
+tests/fixtures/make_corpus_pdf.py), a glossary in plain text, an SVG the command skips, and
+questions.jsonl. Chunk sizes are counted with the embedded model's vocabulary, loaded without its
+weights (a fraction of a second): no test here loads the model.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import shutil
+import sys
+from pathlib import Path
+
+import pytest
+
+from flarebench.bench.config import fingerprint
+from flarebench.probes import load_probe_set, validate
+from flarebench.probes.__main__ import main
+from flarebench.probes.corpus import TokenCounter
+from tests.scripted import run_cli
+
+FIXTURE = Path(__file__).resolve().parent / "fixtures" / "corpus_folder"
+PROBLEM_LINE = re.compile(r"^.+:\d+: \S+: .+$")
+
+
+def _build(capsys, folder: Path, out: Path, *options: str) -> tuple[int, str]:
+    code = main(["corpus", str(folder), "--out", str(out), *options])
+    return code, capsys.readouterr().out
+
+
+def _rows(path: Path) -> list[dict]:
+    return [json.loads(line) for line in path.read_text(encoding="utf-8").splitlines()]
+
+
+def _one_problem(capsys, folder: Path, out: Path, *options: str) -> str:
+    """The one line a bad input prints (exit 2, no traceback, nothing written)."""
+    existed = out.exists()
+    code, out_text = _build(capsys, folder, out, *options)
+    problems = [line for line in out_text.splitlines() if not line.startswith("skipped ")]
+    assert code == 2 and len(problems) == 1, out_text
+    assert PROBLEM_LINE.match(problems[0]), problems[0]
+    assert out.exists() == existed
+    return problems[0]
+
+
+@pytest.fixture
+def folder(tmp_path) -> Path:
+    """A copy of the fixture folder, to break."""
+    return Path(shutil.copytree(FIXTURE, tmp_path / "docs"))
+
+
+@pytest.fixture(scope="module")
+def count() -> TokenCounter:
+    return TokenCounter()
+
+
+def test_the_fixture_builds_a_valid_set_of_titled_chunks(capsys, tmp_path):
+    out = tmp_path / "set"
+    code, printed = _build(capsys, FIXTURE, out, "--licence", "CC0-1.0 (invented for flarebench's tests)")
+    assert code == 0, printed
+    assert "skipped architecture.svg: not a supported format" in printed
+    assert printed.splitlines()[-1] == f"{out}: 10 chunks from 4 files (1 html, 1 markdown, 1 pdf, 1 text), 4 probes"
+    assert validate(out, require_readme=True) == []
+    docs = {d["id"]: d for d in _rows(out / "corpus.jsonl")}
+    assert list(docs) == [
+        "glossary.txt#1",
+        "oncall-handbook.pdf#1",
+        "release-notes.html#1",
+        "release-notes.html#2",
+        *(f"runbooks/rollback.md#{n}" for n in range(1, 7)),
+    ]
+    # Titles: the file name (text), the PDF's metadata title, the HTML <title> and the Markdown H1,
+    # each with the headings above the chunk (the H1 that is the title is not repeated).
+    assert docs["glossary.txt#1"]["title"] == "glossary.txt"
+    assert docs["oncall-handbook.pdf#1"]["title"] == "Brackwater on-call handbook"
+    assert "Mira Holloway" in docs["oncall-handbook.pdf#1"]["text"]  # both pages
+    assert docs["release-notes.html#1"]["title"] == "Turnstile release notes > 3.8.0"
+    assert docs["runbooks/rollback.md#1"]["title"] == "Turnstile rollback runbook"
+    step2 = docs["runbooks/rollback.md#4"]
+    assert step2["title"] == "Turnstile rollback runbook > Rollback > Step 2: pick the previous release"
+    assert step2["text"].startswith("List the releases that ran cleanly")
+    # HTML: the visible text, one line per block; no script, style or navigation.
+    notes = docs["release-notes.html#1"]["text"]
+    assert notes.splitlines()[1:] == ["Checkout retries a declined card once.", "Needs QuarryDB 5.2 or newer."]
+    assert "12 minutes before it returns to sale" in notes
+    everything = json.dumps(list(docs.values()))
+    assert "analytics" not in everything and "font-family" not in everything and "Status" not in everything
+    # The set loads as --probes loads it, with its chunking and licence.
+    ps = load_probe_set(str(out))
+    assert [p.id for p in ps.probes] == ["seat-hold", "good-releases", "escalation", "q4"]
+    assert ps.licence == "CC0-1.0 (invented for flarebench's tests)"
+    build = json.loads((out / "build.json").read_text())
+    assert ps.chunking == build["chunking"]
+    assert ps.chunking["chunk_tokens"] == 256 and ps.chunking["chunk_overlap"] == 32
+    assert ps.chunking["splitter"].endswith("RecursiveCharacterTextSplitter") and ps.chunking["splitter_version"]
+    assert ps.chunking["tokenizer"].startswith("SmolLM2-135M-Instruct")
+    assert build["files"] == {"html": 1, "markdown": 1, "pdf": 1, "text": 1}
+    assert build["skipped"] == ["architecture.svg"]
+    readme = (out / "README.md").read_text()
+    for line in ("- chunk size: at most 256 tokens", "- overlap: up to 32 tokens", "html: 1, markdown: 1, pdf: 1"):
+        assert line in readme
+
+
+def test_gold_sources_by_file_and_by_chunk_id(capsys, tmp_path):
+    out = tmp_path / "set"
+    assert _build(capsys, FIXTURE, out)[0] == 0
+    gold = {p["id"]: p["gold_doc_ids"] for p in _rows(out / "probes.jsonl")}
+    assert gold == {
+        "seat-hold": ["release-notes.html#1", "release-notes.html#2"],  # a file: all its chunks
+        "good-releases": ["runbooks/rollback.md#4"],  # a chunk id
+        "escalation": ["oncall-handbook.pdf#1"],
+        "q4": [],  # no gold given; the id is its line
+    }
+    answers = {p["id"]: p["answers"] for p in _rows(out / "probes.jsonl")}
+    assert answers["seat-hold"] == ["12 minutes", "twelve minutes"] and answers["escalation"] == ["Mira Holloway"]
+
+
+def test_every_chunk_fits_and_a_split_paragraph_overlaps(capsys, tmp_path, count):
+    out = tmp_path / "set"
+    assert _build(capsys, FIXTURE, out, "--chunk-tokens", "40", "--chunk-overlap", "8")[0] == 0
+    docs = _rows(out / "corpus.jsonl")
+    assert max(count(d["text"]) for d in docs) <= 40
+    step2 = [d["text"] for d in docs if d["title"].endswith("Step 2: pick the previous release")]
+    assert len(step2) >= 4
+    for before, after in zip(step2, step2[1:]):
+        shared = next((after[:n] for n in range(len(after), 0, -1) if before.endswith(after[:n])), "")
+        assert shared.strip() and count(shared) <= 8, (before, after)
+    assert validate(out) == []
+
+
+def test_a_rebuild_is_byte_identical_and_needs_overwrite(capsys, tmp_path):
+    out = tmp_path / "set"
+    assert _build(capsys, FIXTURE, out)[0] == 0
+    first = {p.name: p.read_bytes() for p in out.iterdir()}
+    assert _one_problem(capsys, FIXTURE, out) == f"{out}:0: (out): not empty; pass --overwrite to replace it"
+    assert {p.name: p.read_bytes() for p in out.iterdir()} == first  # refused: untouched
+    assert _build(capsys, FIXTURE, out, "--overwrite")[0] == 0
+    assert {p.name: p.read_bytes() for p in out.iterdir()} == first
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["set"]  # no temporary folder left
+
+
+def test_an_interrupted_build_leaves_the_set_as_it_was(capsys, tmp_path, monkeypatch):
+    import flarebench.probes.corpus as corpus
+
+    out = tmp_path / "set"
+    out.mkdir()
+    (out / "corpus.jsonl").write_text("old\n")
+
+    def interrupted(*args, **kwargs):
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(corpus, "check_folder", interrupted)  # after the files are written, before the rename
+    with pytest.raises(KeyboardInterrupt):
+        _build(capsys, FIXTURE, out, "--overwrite")
+    assert [p.name for p in out.iterdir()] == ["corpus.jsonl"] and (out / "corpus.jsonl").read_text() == "old\n"
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["set"]
+
+
+def test_questions_from_csv(capsys, folder, tmp_path):
+    (folder / "questions.jsonl").unlink()
+    (folder / "questions.csv").write_text(
+        "id,question,answers,gold\n"
+        'hold,"How long is a seat held?",12 minutes|twelve minutes,release-notes.html#1\n'
+        "page,Who is paged after the secondary?,Mira Holloway,oncall-handbook.pdf|runbooks/rollback.md#2\n"
+    )
+    out = tmp_path / "set"
+    assert _build(capsys, folder, out)[0] == 0
+    probes = _rows(out / "probes.jsonl")
+    assert [(p["id"], p["answers"], p["gold_doc_ids"]) for p in probes] == [
+        ("hold", ["12 minutes", "twelve minutes"], ["release-notes.html#1"]),
+        ("page", ["Mira Holloway"], ["oncall-handbook.pdf#1", "runbooks/rollback.md#2"]),
+    ]
+
+
+def _edit_question(folder: Path, line: int, **changes) -> None:
+    path = folder / "questions.jsonl"
+    rows = _rows(path)
+    rows[line - 1] = {k: v for k, v in {**rows[line - 1], **changes}.items() if v is not None}
+    path.write_text("".join(json.dumps(r) + "\n" for r in rows))
+
+
+def test_a_question_without_an_answer(capsys, folder, tmp_path):
+    _edit_question(folder, 2, answer=None)
+    line = _one_problem(capsys, folder, tmp_path / "set")
+    assert line == f"{folder / 'questions.jsonl'}:2: answer: missing (give answer, or answers as a list)"
+
+
+def test_a_gold_source_that_matches_nothing(capsys, folder, tmp_path):
+    _edit_question(folder, 1, gold="release-notes.htm")
+    line = _one_problem(capsys, folder, tmp_path / "set")
+    assert line == (
+        f"{folder / 'questions.jsonl'}:1: gold[0]: 'release-notes.htm' matches no file or chunk id; "
+        "did you mean 'release-notes.html'?"
+    )
+
+
+def test_duplicate_question_ids(capsys, folder, tmp_path):
+    _edit_question(folder, 3, id="seat-hold")
+    line = _one_problem(capsys, folder, tmp_path / "set")
+    assert line == f"{folder / 'questions.jsonl'}:3: id: duplicate id 'seat-hold' (first on line 1)"
+
+
+def test_a_misspelt_question_field_is_named(capsys, folder, tmp_path):
+    _edit_question(folder, 4, answer=None, anwser="24 hours")
+    code, printed = _build(capsys, folder, tmp_path / "set")
+    at = f"{folder / 'questions.jsonl'}:4"
+    assert code == 2
+    assert printed.splitlines() == [
+        f"{at}: anwser: unknown field; did you mean 'answer'?",
+        f"{at}: answer: missing (give answer, or answers as a list)",
+    ]
+
+
+def test_a_broken_pdf(capsys, folder, tmp_path):
+    pdf = folder / "oncall-handbook.pdf"
+    pdf.write_bytes(pdf.read_bytes()[:3000])  # cut off mid-file
+    line = _one_problem(capsys, folder, tmp_path / "set")
+    assert line.startswith(f"{pdf}:0: (file): cannot parse as pdf: ")
+    assert capsys.readouterr().err == ""  # pypdf's repair warnings are not printed either
+
+
+def test_a_file_without_text_is_skipped_with_a_note(capsys, folder, tmp_path):
+    (folder / "empty.md").write_text("# Only a heading\n")
+    code, printed = _build(capsys, folder, tmp_path / "set")
+    assert code == 0 and "skipped empty.md: no text" in printed
+
+
+def test_a_markdown_file_that_is_not_utf8(capsys, folder, tmp_path):
+    (folder / "notes.md").write_bytes("# Caf\xe9\n".encode("latin-1"))
+    line = _one_problem(capsys, folder, tmp_path / "set")
+    assert line.startswith(f"{folder / 'notes.md'}:0: (file): not UTF-8")
+
+
+def test_an_empty_folder(capsys, tmp_path):
+    empty = tmp_path / "empty"
+    empty.mkdir()
+    line = _one_problem(capsys, empty, tmp_path / "set")
+    assert line == f"{empty}:0: (folder): no Markdown, text, HTML or PDF files"
+
+
+def test_a_folder_without_questions(capsys, folder, tmp_path):
+    (folder / "questions.jsonl").unlink()
+    line = _one_problem(capsys, folder, tmp_path / "set")
+    assert line.startswith(f"{folder}:0: (questions): no questions: give --questions FILE")
+
+
+def test_an_out_folder_inside_the_source(capsys, folder):
+    line = _one_problem(capsys, folder, folder / "set")
+    assert line.startswith(f"{folder / 'set'}:0: (out): inside the source folder")
+
+
+@pytest.mark.parametrize(
+    ("options", "problem"),
+    [
+        (("--chunk-tokens", "4"), "--chunk-tokens: must be at least 8, got 4"),
+        (("--chunk-overlap", "256"), "--chunk-overlap: must be at least 0 and less than --chunk-tokens (256), got 256"),
+        (("--chunk-overlap", "-1"), "--chunk-overlap: must be at least 0 and less than --chunk-tokens (256), got -1"),
+    ],
+)
+def test_chunk_options_are_checked_in_one_line(capsys, tmp_path, options, problem):
+    code, printed = _build(capsys, FIXTURE, tmp_path / "set", *options)
+    assert (code, printed) == (2, problem + "\n")
+
+
+def test_without_the_corpus_extra_one_line_names_it(capsys, tmp_path, monkeypatch):
+    for name in ("flarebench.probes.corpus", "flarebench.probes.documents"):
+        monkeypatch.delitem(sys.modules, name, raising=False)
+    monkeypatch.setitem(sys.modules, "pypdf", None)  # an import of it fails as if it were not installed
+    code, printed = _build(capsys, FIXTURE, tmp_path / "set")
+    assert (code, printed) == (2, "python -m flarebench.probes corpus needs pypdf: pip install 'flarebench[corpus]'\n")
+
+
+def test_a_run_on_the_set_records_its_chunking(capsys, tmp_path, scripted_lm):
+    out = tmp_path / "set"
+    assert _build(capsys, FIXTURE, out)[0] == 0
+    run_dir = tmp_path / "run"
+    code, printed, err = run_cli(
+        "run", "--probes", str(out), "--strategy", "single_time", "--limit", "2", "--report-dir", str(run_dir)
+    )
+    assert code == 0, printed + err
+    config = json.loads((run_dir / "run.json").read_text())["config"]
+    assert config["probes"]["chunking"] == json.loads((out / "build.json").read_text())["chunking"]
+    # Comparable with a baseline by content: the chunking is not part of the fingerprint.
+    assert "chunking" not in fingerprint(config, {}, 2)["probes"]
+
+
+def test_a_damaged_build_json_is_one_line(capsys, tmp_path):
+    out = tmp_path / "set"
+    assert _build(capsys, FIXTURE, out)[0] == 0
+    (out / "build.json").write_text('{"chunking": [256, 32]}\n')
+    assert validate(out) == [f"{out / 'build.json'}:0: chunking: expected an object, got list"]
+    (out / "build.json").write_text("{\n")
+    assert validate(out) == [
+        f"{out / 'build.json'}:2: (json): invalid JSON: Expecting property name enclosed in double quotes (column 1)"
+    ]
