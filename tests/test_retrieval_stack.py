@@ -170,10 +170,10 @@ def test_recall_per_hop_and_retrieval_latency_are_computed_per_query():
     row = recall_row(trace, probe, {})
     assert row == {"recall": 1.0, "recall_first_hop": 0.5, "recall_later_hops": 0.5}
     assert recall_row(_trace([]), probe, {})["recall_first_hop"] is None
-    rows = pd.DataFrame([search_seconds(trace, probe, {}), {"retrieval_seconds": (0.4,)}])
+    rows = pd.DataFrame([search_seconds(trace, probe, {}), {"retrieval_seconds": "[0.4]"}])
     values = retrieval_latency(Group("s", rows, Scoring({})))
     assert values["retrieval_latency_p50_s"] == pytest.approx(0.25)
-    none = retrieval_latency(Group("s", pd.DataFrame([{"retrieval_seconds": ()}]), Scoring({})))
+    none = retrieval_latency(Group("s", pd.DataFrame([{"retrieval_seconds": "[]"}]), Scoring({})))
     assert np.isnan(none["retrieval_latency_p95_s"])
 
 

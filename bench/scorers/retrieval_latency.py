@@ -3,6 +3,8 @@ retrieval of a strategy's answers (a reranker's LM calls are LM time, not search
 
 from __future__ import annotations
 
+import json
+
 from collections.abc import Mapping
 from typing import Any
 
@@ -15,9 +17,10 @@ _HOW = "over every timed retrieval of the strategy's answers (numpy percentile, 
 _EMPTY = "empty when it made none (a service's retrievals are not timed)."
 
 
-def search_seconds(trace: Trace, probe: Any, row: Mapping[str, Any]) -> dict[str, tuple[float, ...]]:
-    """``retrieval_seconds``: the wall time of each retrieval of the answer that flarebench timed."""
-    return {"retrieval_seconds": tuple(r.seconds for r in trace.retrievals if r.seconds is not None)}
+def search_seconds(trace: Trace, probe: Any, row: Mapping[str, Any]) -> dict[str, str]:
+    """``retrieval_seconds``: the wall time of each retrieval of the answer that flarebench timed, as
+    a JSON list (a row holds scalars, so that it survives a CSV round trip)."""
+    return {"retrieval_seconds": json.dumps([r.seconds for r in trace.retrievals if r.seconds is not None])}
 
 
 @scorer(
@@ -32,8 +35,9 @@ def search_seconds(trace: Trace, probe: Any, row: Mapping[str, Any]) -> dict[str
 )
 def retrieval_latency(g: Group) -> dict[str, float]:
     """Percentiles of the pooled searches (not of per-probe means): every search weighs the same."""
-    column = g.rows["retrieval_seconds"] if "retrieval_seconds" in g.rows else []
-    seconds = np.array([s for probe in column if isinstance(probe, tuple | list) for s in probe], dtype=float)
+    # Rows scored before the column existed have none.
+    column = g.rows["retrieval_seconds"].dropna() if "retrieval_seconds" in g.rows else []
+    seconds = np.array([s for probe in column for s in json.loads(probe)], dtype=float)
     if not len(seconds):
         return {"retrieval_latency_p50_s": float("nan"), "retrieval_latency_p95_s": float("nan")}
     p50, p95 = np.percentile(seconds, [50, 95])
