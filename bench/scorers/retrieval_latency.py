@@ -4,7 +4,6 @@ retrieval of a strategy's answers (a reranker's LM calls are LM time, not search
 from __future__ import annotations
 
 import json
-
 from collections.abc import Mapping
 from typing import Any
 
