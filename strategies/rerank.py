@@ -11,6 +11,7 @@ Infinity serve it); its time is retrieval time. Ties keep the retriever's order.
 from __future__ import annotations
 
 import math
+import os
 import time
 from dataclasses import replace
 from typing import Protocol
@@ -87,8 +88,6 @@ class EndpointReranker:
     ``{"results": [{"index", "relevance_score"}]}`` out), probed once at start."""
 
     def __init__(self, model: str, base_url: str | None = None, api_key: str | None = None):
-        import os
-
         import openai
 
         self.model = model
