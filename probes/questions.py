@@ -12,9 +12,10 @@ from __future__ import annotations
 import csv
 import difflib
 import io
-import json
 from dataclasses import dataclass, field
 from pathlib import Path
+
+from flarebench.probes.validate import read_jsonl
 
 #: The names a folder's own question file may have, looked for in this order.
 DEFAULT_NAMES = ("questions.jsonl", "questions.csv")
@@ -39,23 +40,6 @@ class Question:
     question: str
     answers: list[str]
     gold: list[str] = field(default_factory=list)
-
-
-def _jsonl(text: str, where: str, problems: list[str]) -> list[tuple[int, dict]]:
-    rows = []
-    for n, raw in enumerate(text.split("\n"), 1):
-        if not raw.strip():
-            continue
-        try:
-            obj = json.loads(raw)
-        except json.JSONDecodeError as e:
-            problems.append(f"{where}:{n}: (json): invalid JSON: {e.msg} (column {e.colno})")
-            continue
-        if isinstance(obj, dict):
-            rows.append((n, obj))
-        else:
-            problems.append(f"{where}:{n}: (json): expected a JSON object, got {type(obj).__name__}")
-    return rows
 
 
 def _csv(text: str, where: str, problems: list[str]) -> list[tuple[int, dict]]:
@@ -128,7 +112,7 @@ def read_questions(path: Path) -> list[Question]:
     if path.suffix.lower() == ".csv":
         rows = _csv(text, name, problems)
     elif path.suffix.lower() == ".jsonl":
-        rows = _jsonl(text, name, problems)
+        rows = read_jsonl(name, text.encode(), problems)
     else:
         raise QuestionError([f"{name}:0: (file): a question file is .jsonl or .csv"])
     questions, first = [], {}

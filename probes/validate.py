@@ -52,7 +52,7 @@ def _nonempty_str(value) -> str | None:
     return None
 
 
-def _read_jsonl(path: str, data: bytes, problems: list[str]) -> list[tuple[int, dict]]:
+def read_jsonl(path: str, data: bytes, problems: list[str]) -> list[tuple[int, dict]]:
     """Parse JSON-lines bytes into (line number, object) pairs; blank lines are skipped."""
     rows = []
     for n, raw in enumerate(data.split(b"\n"), 1):
@@ -303,7 +303,7 @@ def check_folder(path, *, require_readme: bool = False) -> Checked:
     if data is not None:
         out.corpus_bytes = data
         found: list[str] = []
-        rows = _read_jsonl(corpus_path, data, found)
+        rows = read_jsonl(corpus_path, data, found)
         if not data.strip():
             found.append(f"{corpus_path}:0: (file): no documents")
         _check_corpus(corpus_path, rows, found)
@@ -314,7 +314,7 @@ def check_folder(path, *, require_readme: bool = False) -> Checked:
     if data is not None:
         out.probes_bytes = data
         found = []
-        rows = _read_jsonl(probes_path, data, found)
+        rows = read_jsonl(probes_path, data, found)
         if not data.strip():
             found.append(f"{probes_path}:0: (file): no probes")
         for n, probe in rows:

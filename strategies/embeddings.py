@@ -32,17 +32,12 @@ class OpenAIEmbedder:
         timeout: float = DEFAULT_TIMEOUT,
         max_retries: int = DEFAULT_MAX_RETRIES,
     ):
-        import openai
+        from flarebench.strategies.openai_lm import endpoint_client
 
         self.model = model
         self.name = f"openai:{model}"
-        self._client = openai.OpenAI(
-            base_url=base_url or os.environ.get("OPENAI_BASE_URL"),
-            api_key=api_key or os.environ.get("OPENAI_API_KEY") or "none",
-            timeout=timeout,
-            max_retries=max_retries,
-        )
-        self.base_url = str(self._client.base_url).rstrip("/")
+        self._client, url = endpoint_client(base_url, api_key, timeout, max_retries)
+        self.base_url = url.rstrip("/")
         self.pooling = "server"
         canary = self.embed([CANARY])[0]
         self.dim = int(canary.shape[0])

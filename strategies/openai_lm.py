@@ -129,8 +129,7 @@ class OpenAILM(LM):
         self.model = model
         self.name = name or f"openai:{model}"
         self._key = api_key or os.environ.get("OPENAI_API_KEY") or NO_KEY
-        self._client = openai.OpenAI(base_url=base_url, api_key=self._key, timeout=timeout, max_retries=max_retries)
-        self.base_url = _without_credentials(str(self._client.base_url))
+        self._client, self.base_url = endpoint_client(base_url, self._key, timeout, max_retries)
         self.timeout = timeout
         self.max_retries = max_retries
         self._repeat_penalty_off = False  # set by the probe
@@ -440,6 +439,17 @@ class OpenAILM(LM):
 
 
 _PATH = {"completions": "completions", "chat": "chat/completions"}
+
+
+def endpoint_client(
+    base_url: str | None, api_key: str | None, timeout: float = DEFAULT_TIMEOUT, max_retries: int = DEFAULT_MAX_RETRIES
+) -> tuple[openai.OpenAI, str]:
+    """An openai client of the endpoint at ``base_url`` (else ``$OPENAI_BASE_URL``) with ``api_key``
+    (else ``$OPENAI_API_KEY``; a local server needs none), and its base URL as run.json may record
+    it: without credentials. ``--lm``, ``--embed`` and ``--rerank`` share it."""
+    key = api_key or os.environ.get("OPENAI_API_KEY") or NO_KEY
+    client = openai.OpenAI(base_url=base_url, api_key=key, timeout=timeout, max_retries=max_retries)
+    return client, _without_credentials(str(client.base_url))
 
 
 def _without_credentials(url: str) -> str:

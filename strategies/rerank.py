@@ -11,7 +11,6 @@ Infinity serve it); its time is retrieval time. Ties keep the retriever's order.
 from __future__ import annotations
 
 import math
-import os
 import time
 from dataclasses import replace
 from typing import Protocol
@@ -88,16 +87,13 @@ class EndpointReranker:
     ``{"results": [{"index", "relevance_score"}]}`` out), probed once at start."""
 
     def __init__(self, model: str, base_url: str | None = None, api_key: str | None = None):
-        import openai
+        from flarebench.strategies.openai_lm import endpoint_client
 
         self.model = model
         self.name = f"openai:{model}"
         # The openai client's timeouts and retries, as for --lm openai.
-        self._client = openai.OpenAI(
-            base_url=base_url or os.environ.get("OPENAI_BASE_URL"),
-            api_key=api_key or os.environ.get("OPENAI_API_KEY") or "none",
-        )
-        self.base_url = str(self._client.base_url).rstrip("/")
+        self._client, url = endpoint_client(base_url, api_key)
+        self.base_url = url.rstrip("/")
         try:
             self._post("capability probe", ["capability probe"])
         except LMError as e:

@@ -1,18 +1,33 @@
-"""A real ``python -m llama_cpp.server`` for tests: the bundled SmolLM2 with its full context on a
-free port of 127.0.0.1, started by the test session and stopped at its end."""
+"""Servers for tests, on a free port of 127.0.0.1: a real ``python -m llama_cpp.server`` (the bundled
+SmolLM2 with its full context), and a scripted HTTP service run in a thread."""
 
 from __future__ import annotations
 
 import contextlib
+import http.server
 import socket
 import subprocess
 import sys
+import threading
 import time
 import urllib.request
 from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
+
+
+@contextlib.contextmanager
+def http_service(handler: type[http.server.BaseHTTPRequestHandler]) -> Iterator[str]:
+    """Serve ``handler`` in a thread; yields the base URL (``http://127.0.0.1:PORT``) and stops it on exit."""
+    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), handler)
+    server.daemon_threads = True
+    threading.Thread(target=server.serve_forever, args=(0.05,), daemon=True).start()
+    try:
+        yield f"http://127.0.0.1:{server.server_port}"
+    finally:
+        server.shutdown()
+        server.server_close()
 
 
 def free_port() -> int:

@@ -12,7 +12,6 @@ from __future__ import annotations
 import http.server
 import json
 import sys
-import threading
 from dataclasses import dataclass, field
 
 import pytest
@@ -26,7 +25,7 @@ from flarebench.strategies.lm import LMUnavailable
 from flarebench.strategies.records import Passage
 from flarebench.strategies.registry import parse_spec
 from tests.scripted import ScriptedLM, run_cli
-from tests.servers import free_port
+from tests.servers import free_port, http_service
 
 # ------------------------------------------------------------------------------------------
 # A search service on 127.0.0.1
@@ -100,13 +99,9 @@ def search():
         def log_message(self, *args):
             pass
 
-    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-    server.daemon_threads = True
-    threading.Thread(target=server.serve_forever, args=(0.05,), daemon=True).start()
-    svc.url = f"http://127.0.0.1:{server.server_port}/search"
-    yield svc
-    server.shutdown()
-    server.server_close()
+    with http_service(Handler) as base:
+        svc.url = base + "/search"
+        yield svc
 
 
 @pytest.fixture(autouse=True)

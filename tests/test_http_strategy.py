@@ -13,7 +13,6 @@ from __future__ import annotations
 import http.server
 import json
 import math
-import threading
 import time
 from dataclasses import dataclass, field
 
@@ -28,7 +27,7 @@ from flarebench.strategies.lm import LMUnavailable
 from flarebench.strategies.records import SERVICE, ServiceReport, Trace
 from flarebench.strategies.registry import SpecError, expand, get, names, parse_spec
 from tests.scripted import run_cli
-from tests.servers import free_port
+from tests.servers import free_port, http_service
 
 # ------------------------------------------------------------------------------------------
 # A scripted service on 127.0.0.1
@@ -86,13 +85,9 @@ def service():
         def log_message(self, *args):
             pass
 
-    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-    server.daemon_threads = True
-    threading.Thread(target=server.serve_forever, args=(0.05,), daemon=True).start()
-    svc.url = f"http://127.0.0.1:{server.server_port}/answer"
-    yield svc
-    server.shutdown()
-    server.server_close()
+    with http_service(Handler) as base:
+        svc.url = base + "/answer"
+        yield svc
 
 
 @pytest.fixture(autouse=True)

@@ -6,8 +6,7 @@ from __future__ import annotations
 
 import json
 import random
-import threading
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from http.server import BaseHTTPRequestHandler
 
 import numpy as np
 import pandas as pd
@@ -23,6 +22,7 @@ from flarebench.strategies.records import FIRST_HOP, LOW_CONFIDENCE, Passage, Re
 from flarebench.strategies.rerank import RERANK, EndpointReranker, LMReranker, RerankedRetriever
 from flarebench.strategies.single_time import SingleTime
 from tests.scripted import BagOfWordsEmbedder, ScriptedLM, ScriptedRetriever
+from tests.servers import http_service
 
 CORPUS = [
     Passage("kettle", "Kettle", "The kettle boils water in two minutes."),
@@ -139,10 +139,8 @@ class _RerankHandler(BaseHTTPRequestHandler):
 
 @pytest.fixture
 def rerank_server():
-    server = ThreadingHTTPServer(("127.0.0.1", 0), _RerankHandler)
-    threading.Thread(target=server.serve_forever, daemon=True).start()
-    yield f"http://127.0.0.1:{server.server_port}"
-    server.shutdown()
+    with http_service(_RerankHandler) as base:
+        yield base
 
 
 def test_an_endpoint_reranker_orders_by_its_scores_and_one_without_rerank_is_refused(rerank_server):
