@@ -56,6 +56,14 @@ def scripted_lm(monkeypatch):
 
 
 @pytest.fixture
+def fast_backoff(monkeypatch):
+    """Retries of the HTTP client (the http strategy, the http retriever) wait 0.01 s, not 0.5 s and up."""
+    from flarebench.strategies import http_client
+
+    monkeypatch.setattr(http_client, "BACKOFF_S", 0.01)
+
+
+@pytest.fixture
 def isolated_registry(monkeypatch):
     """Strategies, LMs and retrievers a test registers are gone when it ends: later tests never
     meet a test's toy strategy or a name it took."""

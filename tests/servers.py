@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import contextlib
 import http.server
+import json
 import socket
 import subprocess
 import sys
@@ -15,6 +16,29 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
+
+
+class JSONHandler(http.server.BaseHTTPRequestHandler):
+    """A request handler for scripted JSON services: reads a request's JSON body, sends a JSON reply,
+    and logs nothing."""
+
+    def json_body(self) -> dict:
+        return json.loads(self.rfile.read(int(self.headers.get("Content-Length") or 0)) or b"{}")
+
+    def send_json(self, status: int, body) -> None:
+        """Reply ``body`` (bytes as they are, else as JSON); a client that gave up (a timeout test) is let go."""
+        data = body if isinstance(body, bytes) else json.dumps(body).encode()
+        try:
+            self.send_response(status)
+            self.send_header("Content-Type", "application/json")
+            self.send_header("Content-Length", str(len(data)))
+            self.end_headers()
+            self.wfile.write(data)
+        except OSError:
+            pass
+
+    def log_message(self, *args):
+        pass
 
 
 @contextlib.contextmanager

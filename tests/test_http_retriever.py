@@ -9,7 +9,6 @@ run, which the same command resumes. No model is loaded: end-to-end runs answer 
 
 from __future__ import annotations
 
-import http.server
 import json
 import sys
 from dataclasses import dataclass, field
@@ -25,7 +24,7 @@ from flarebench.strategies.lm import LMUnavailable
 from flarebench.strategies.records import Passage
 from flarebench.strategies.registry import parse_spec
 from tests.scripted import ScriptedLM, run_cli
-from tests.servers import free_port, http_service
+from tests.servers import JSONHandler, free_port, http_service
 
 # ------------------------------------------------------------------------------------------
 # A search service on 127.0.0.1
@@ -37,6 +36,8 @@ DOCS = [
     {"id": "d3", "title": "Ann Bell", "text": "Ann Bell is a friend of Bea."},
 ]
 CORPUS = [Passage(**d) for d in DOCS]  # the probe set's corpus: its ids are the service's
+
+pytestmark = pytest.mark.usefixtures("fast_backoff")
 
 
 @dataclass
@@ -82,31 +83,17 @@ class Search:
 def search():
     svc = Search()
 
-    class Handler(http.server.BaseHTTPRequestHandler):
+    class Handler(JSONHandler):
         def do_POST(self):
-            body = json.loads(self.rfile.read(int(self.headers.get("Content-Length") or 0)) or b"{}")
-            reply = svc.reply(self.path, body, dict(self.headers))
+            reply = svc.reply(self.path, self.json_body(), dict(self.headers))
             if reply is None:
                 self.close_connection = True  # no reply at all: the client sees the connection closed
                 return
-            data = reply.body if isinstance(reply.body, bytes) else json.dumps(reply.body).encode()
-            self.send_response(reply.status)
-            self.send_header("Content-Type", "application/json")
-            self.send_header("Content-Length", str(len(data)))
-            self.end_headers()
-            self.wfile.write(data)
-
-        def log_message(self, *args):
-            pass
+            self.send_json(reply.status, reply.body)
 
     with http_service(Handler) as base:
         svc.url = base + "/search"
         yield svc
-
-
-@pytest.fixture(autouse=True)
-def _fast_backoff(monkeypatch):
-    monkeypatch.setattr(http_client, "BACKOFF_S", 0.01)
 
 
 @dataclass

@@ -10,7 +10,6 @@ calls with the scripted LM (the http strategy makes none).
 
 from __future__ import annotations
 
-import http.server
 import json
 import math
 import time
@@ -21,17 +20,18 @@ import pytest
 
 from flarebench.bench.report import summary_frame
 from flarebench.bench.runner import TraceLog, run_probe, run_strategy
-from flarebench.strategies import http_client
 from flarebench.strategies.http_service import HTTPService, ServiceUnavailable
 from flarebench.strategies.lm import LMUnavailable
 from flarebench.strategies.records import SERVICE, ServiceReport, Trace
 from flarebench.strategies.registry import SpecError, expand, get, names, parse_spec
 from tests.scripted import run_cli
-from tests.servers import free_port, http_service
+from tests.servers import JSONHandler, free_port, http_service
 
 # ------------------------------------------------------------------------------------------
 # A scripted service on 127.0.0.1
 # ------------------------------------------------------------------------------------------
+
+pytestmark = pytest.mark.usefixtures("fast_backoff")
 
 
 @dataclass
@@ -67,32 +67,15 @@ class Service:
 def service():
     svc = Service()
 
-    class Handler(http.server.BaseHTTPRequestHandler):
+    class Handler(JSONHandler):
         def do_POST(self):
-            body = json.loads(self.rfile.read(int(self.headers.get("Content-Length") or 0)) or b"{}")
-            reply = svc.reply(body, dict(self.headers))
+            reply = svc.reply(self.json_body(), dict(self.headers))
             time.sleep(reply.delay)
-            data = reply.body if isinstance(reply.body, bytes) else json.dumps(reply.body).encode()
-            try:
-                self.send_response(reply.status)
-                self.send_header("Content-Type", "application/json")
-                self.send_header("Content-Length", str(len(data)))
-                self.end_headers()
-                self.wfile.write(data)
-            except OSError:
-                pass  # the client gave up (a timeout test)
-
-        def log_message(self, *args):
-            pass
+            self.send_json(reply.status, reply.body)
 
     with http_service(Handler) as base:
         svc.url = base + "/answer"
         yield svc
-
-
-@pytest.fixture(autouse=True)
-def _fast_backoff(monkeypatch):
-    monkeypatch.setattr(http_client, "BACKOFF_S", 0.01)
 
 
 @dataclass

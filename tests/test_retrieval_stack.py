@@ -6,7 +6,6 @@ from __future__ import annotations
 
 import json
 import random
-from http.server import BaseHTTPRequestHandler
 
 import numpy as np
 import pandas as pd
@@ -22,7 +21,7 @@ from flarebench.strategies.records import FIRST_HOP, LOW_CONFIDENCE, Passage, Re
 from flarebench.strategies.rerank import RERANK, EndpointReranker, LMReranker, RerankedRetriever
 from flarebench.strategies.single_time import SingleTime
 from tests.scripted import BagOfWordsEmbedder, ScriptedLM, ScriptedRetriever
-from tests.servers import http_service
+from tests.servers import JSONHandler, http_service
 
 CORPUS = [
     Passage("kettle", "Kettle", "The kettle boils water in two minutes."),
@@ -117,24 +116,16 @@ def test_lm_reranking_needs_top_logprobs():
         LMReranker(lm)
 
 
-class _RerankHandler(BaseHTTPRequestHandler):
+class _RerankHandler(JSONHandler):
     def do_POST(self):  # noqa: N802 (http.server's name)
-        body = json.loads(self.rfile.read(int(self.headers["Content-Length"])))
+        body = self.json_body()
         if self.path != "/v1/rerank":
-            self.send_response(404)
-            self.end_headers()
+            self.send_json(404, {"error": "not found"})
             return
         # Scores: the longer the document, the better.
-        results = [{"index": i, "relevance_score": len(d)} for i, d in enumerate(body["documents"])]
-        data = json.dumps({"results": results}).encode()
-        self.send_response(200)
-        self.send_header("Content-Type", "application/json")
-        self.send_header("Content-Length", str(len(data)))
-        self.end_headers()
-        self.wfile.write(data)
-
-    def log_message(self, *args):
-        pass
+        self.send_json(
+            200, {"results": [{"index": i, "relevance_score": len(d)} for i, d in enumerate(body["documents"])]}
+        )
 
 
 @pytest.fixture
