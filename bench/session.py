@@ -10,7 +10,6 @@ import contextlib
 import datetime as dt
 import hashlib
 import json
-import os
 import platform
 import shutil
 import sys
@@ -276,7 +275,9 @@ class BenchSession:
             if self.rerank == "lm":
                 reranker = LMReranker(self.lm_backend)
             elif self.rerank.startswith("openai:") and self.rerank != "openai:":
-                key = os.environ.get(self.embed_api_key_env) if self.embed_api_key_env else None
+                from flarebench.strategies.embeddings import endpoint_key
+
+                key = endpoint_key(self.embed_api_key_env)
                 reranker = EndpointReranker(self.rerank.partition(":")[2], self.embed_base_url, key)
             else:
                 raise ValueError(f"unknown --rerank spec {self.rerank!r}; known: {RERANK_SPECS}")

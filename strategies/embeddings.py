@@ -84,9 +84,15 @@ def make_embedder(spec: str, base_url: str | None = None, api_key_env: str | Non
     kind, _, model = spec.partition(":")
     if kind != "openai" or not model:
         raise ValueError(f"unknown --embed spec {spec!r}; known: {EMBED_SPECS}")
-    key = None
-    if api_key_env:
-        key = os.environ.get(api_key_env)
-        if not key:
-            raise ValueError(f"--embed-api-key-env {api_key_env}: the environment variable {api_key_env} is not set")
-    return OpenAIEmbedder(model, base_url=base_url, api_key=key)
+    return OpenAIEmbedder(model, base_url=base_url, api_key=endpoint_key(api_key_env))
+
+
+def endpoint_key(api_key_env: str | None) -> str | None:
+    """The key of the --embed/--rerank endpoint, from the variable ``api_key_env`` names (None:
+    the client's default); a ValueError when that variable is not set."""
+    if not api_key_env:
+        return None
+    key = os.environ.get(api_key_env)
+    if not key:
+        raise ValueError(f"--embed-api-key-env {api_key_env}: the environment variable {api_key_env} is not set")
+    return key
