@@ -138,6 +138,8 @@ def _calibrated(args: argparse.Namespace, plans: dict, goal, kind: str) -> int:
 
     if args.gate or args.save_baseline:
         raise UserError("--gate and --save-baseline gate a plain run; calibrated runs are not gated")
+    if args.executor == "ray":  # its dev runs go through a cache of the run folder, in this process
+        raise UserError(f"--executor ray runs run, compare and sweep; {kind} with a goal runs in this process")
     try:
         grids = {spec: grid_specs(spec, knob) for spec, knob in plans.items() if knob is not None}
     except CalibrationError as e:

@@ -121,6 +121,32 @@ RUN_OPTIONS: tuple[Option, ...] = (
         metavar="N",
     ),
     Option(
+        "--executor",
+        "where probes run: local (this process) or ray (Ray actors, each with its own backends; install the ray "
+        "extra; see --ray-address, --workers, --threads-per-worker) (default: local)",
+        default="local",
+        metavar="local|ray",
+    ),
+    Option(
+        "--ray-address",
+        "with --executor ray: the Ray cluster to run on, e.g. 10.0.0.5:6379 or auto "
+        "(default: start a local Ray instance)",
+        metavar="ADDRESS",
+    ),
+    Option(
+        "--workers",
+        "with --executor ray: Ray actors running probes, each building the LM and retriever once (default: 2)",
+        type=int,
+        metavar="N",
+    ),
+    Option(
+        "--threads-per-worker",
+        "with --executor ray: CPU threads of each worker's in-process model, and the CPUs it reserves "
+        "(default: the model's fixed 2 threads, 1 CPU reserved)",
+        type=int,
+        metavar="N",
+    ),
+    Option(
         "--retriever",
         "retriever backend: bm25s (embedded BM25), pyserini (real Lucene BM25 through Anserini; extra lucene, "
         "see README), dense (cosine over --embed's vectors), hybrid (bm25s and dense fused by reciprocal rank; "

@@ -14,8 +14,9 @@ import platform
 import shutil
 import sys
 import time
+from collections import Counter
 from collections.abc import Iterator
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from importlib import metadata
 from pathlib import Path
 from typing import Any
@@ -25,12 +26,14 @@ from tqdm import tqdm
 from flarebench.bench.bounds import with_bounds
 from flarebench.bench.config import command_line, fingerprint, first_difference, run_config
 from flarebench.bench.gate import GateError, Gating
+from flarebench.bench.ray_executor import DEFAULT_WORKERS, EXECUTORS, RaySettings, import_ray, run_on_ray
+from flarebench.bench.recipe import BackendRecipe
 from flarebench.bench.report import format_table, is_comparison, summary_frame, write_atomic, write_summary
 from flarebench.bench.runlock import LOCK, LockHeld, RunLock
 from flarebench.bench.runner import TRACES, TraceError, TraceLog, refusal, run_strategy
 from flarebench.probes.load import SHIPPED_DIR, ProbeError, load_probe_set
 from flarebench.strategies import plugins
-from flarebench.strategies.backends import lm_class, make_lm, make_retriever
+from flarebench.strategies.backends import lm_class
 from flarebench.strategies.base import LONG_ANSWER_DEFAULTS
 from flarebench.strategies.lm import LMError, LMUnavailable
 from flarebench.strategies.records import Trace
@@ -72,6 +75,12 @@ class BenchSession:
     lm_timeout: float | None = None
     lm_retries: int | None = None
     concurrency: int = 1  # probes at once; > 1 only for thread-safe backends
+    # --executor ray: the probes go to Ray workers (bench/ray_executor.py); how they are executed
+    # changes no answer, so it is recorded in run.json but is not part of the config.
+    executor: str = "local"
+    ray_address: str | None = None
+    workers: int | None = None
+    threads_per_worker: int | None = None
     retriever: str = "bm25s"
     # --retriever dense/hybrid's embeddings endpoint and --rerank (strategies/dense.py, rerank.py); the
     # key is read from the variable named by embed_api_key_env and never stored here.
@@ -129,6 +138,7 @@ class BenchSession:
                 f"--concurrency {self.concurrency} needs a backend that serves calls in parallel; "
                 f"{self.lm} does not (use --lm openai:MODEL)"
             )
+        self.ray = self._ray_settings()
         try:
             self.probe_set = load_probe_set(self.probes, self.probes_format)
         except ProbeError as e:
@@ -183,7 +193,8 @@ class BenchSession:
             owner = lock.live_owner()
             if owner is not None:
                 raise ConfigError(lock.held_message(owner))
-        self.lm_backend = self.disk_cache = None
+        self._backends = None
+        self._on_ray = False  # --executor ray: the unfinished probes were sent to the workers
         try:
             self._load_backends()
         except BaseException:
@@ -196,38 +207,15 @@ class BenchSession:
         from flarebench.bench.prices import price_for
 
         try:
-            self.lm_backend = make_lm(self.lm, self.lm_base_url, self.lm_api_key_env, self.lm_timeout, self.lm_retries)
+            backends = self.recipe.build(progress=self.progress)
         except LMUnavailable:
             raise  # the entry points report an unreachable server themselves
-        except LMError as e:
+        except (ValueError, LMError) as e:  # a bad option, or an extra that is not installed
             raise ConfigError(str(e)) from None
+        self._backends = backends
+        self.lm_backend, self.retriever_backend, self.disk_cache = backends.lm, backends.retriever, backends.cache
         # What an endpoint offers, found by its capability probe (None for in-process backends).
-        self.lm_capabilities = getattr(self.lm_backend, "capabilities_line", lambda: None)()
-        try:
-            self.retriever_backend = make_retriever(
-                self.retriever, self.probe_set.corpus, self._embedder(), progress=self.progress
-            )
-        except ValueError as e:  # an unknown spec, or an extra that is not installed
-            raise ConfigError(str(e)) from None
-        self.disk_cache = None
-        if self.cache:
-            from flarebench.bench.cache import CachedLM, CachedRetriever, DiskCache, default_dir
-
-            self.disk_cache = DiskCache(default_dir() if self.cache == "default" else self.cache)
-            self.lm_backend = CachedLM(self.lm_backend, self.disk_cache)
-            self.retriever_backend = CachedRetriever(self.retriever_backend, self.disk_cache)
-        if self.rerank:
-            # Outside the cache: the reranker's LM calls are cached (and counted) as LM calls.
-            self.retriever_backend = self._reranked(self.retriever_backend)
-        if self.record_topk is not None:
-            from flarebench.bench.topk import RecordTopK
-
-            if not self.lm_backend.supports_top_logprobs:
-                raise ConfigError(
-                    f"--record-topk needs per-token top logprobs, which {self.lm_backend.name} does not return"
-                )
-            # Outside the cache: a draft's cache key is that of the widened request.
-            self.lm_backend = RecordTopK(self.lm_backend, self.record_topk)
+        self.lm_capabilities = backends.capabilities
         # A strategy the LM cannot serve is refused before the run folder is opened.
         if why := refusal(self.strategies, self.lm_backend):
             raise ConfigError(why)
@@ -241,49 +229,47 @@ class BenchSession:
         self.report_path: Path | None = None
         self.run_dir = self._open_run_dir()
 
-    def _embedder(self):
-        """The --embed model, for --retriever dense or hybrid (None without --embed)."""
-        from flarebench.strategies.backends import RETRIEVER_PARAMS, retriever_params
+    @property
+    def recipe(self) -> BackendRecipe:
+        """How this run's backends are built: here, and by every worker of ``--executor ray``."""
+        return BackendRecipe(
+            lm=self.lm,
+            retriever=self.retriever,
+            corpus=tuple(self.probe_set.corpus),
+            lm_base_url=self.lm_base_url,
+            lm_api_key_env=self.lm_api_key_env,
+            lm_timeout=self.lm_timeout,
+            lm_retries=self.lm_retries,
+            embed=self.embed,
+            embed_base_url=self.embed_base_url,
+            embed_api_key_env=self.embed_api_key_env,
+            rerank=self.rerank,
+            rerank_depth=self.rerank_depth,
+            cache=self.cache,
+            record_topk=self.record_topk,
+            plugins=tuple(self.plugin or ()),
+        )
 
-        if self.retriever.partition(":")[0] in RETRIEVER_PARAMS:
-            try:  # a bad parameter is refused before the endpoint is called
-                retriever_params(self.retriever)
-            except ValueError as e:
-                raise ConfigError(str(e)) from None
-        if not self.embed:
-            if self.embed_base_url or self.embed_api_key_env:
-                if not (self.rerank or "").startswith("openai:"):
-                    raise ConfigError("--embed-base-url and --embed-api-key-env need --embed or --rerank openai:MODEL")
+    def _ray_settings(self) -> RaySettings | None:
+        """--executor ray's settings (None for --executor local), refused in one line when wrong."""
+        if self.executor not in EXECUTORS:
+            raise ConfigError(f"--executor must be one of {', '.join(EXECUTORS)}, got {self.executor!r}")
+        flags = {"--ray-address": self.ray_address, "--workers": self.workers,
+                 "--threads-per-worker": self.threads_per_worker}  # fmt: skip
+        if self.executor == "local":
+            if given := [flag for flag, value in flags.items() if value is not None]:
+                raise ConfigError(f"{', '.join(given)} only apply to --executor ray")
             return None
-        if self.retriever.partition(":")[0] not in RETRIEVER_PARAMS:
-            raise ConfigError(f"--embed only applies to --retriever dense or hybrid, not {self.retriever}")
-        from flarebench.strategies.embeddings import make_embedder
-
+        for flag in ("--workers", "--threads-per-worker"):
+            if flags[flag] is not None and flags[flag] < 1:
+                raise ConfigError(f"{flag} must be >= 1, got {flags[flag]}")
+        if self.concurrency > 1:
+            raise ConfigError("--concurrency applies to --executor local; with --executor ray, set --workers")
         try:
-            return make_embedder(self.embed, self.embed_base_url, self.embed_api_key_env)
-        except LMUnavailable:
-            raise  # the entry points report an unreachable server themselves
-        except (ValueError, LMError) as e:
+            import_ray()
+        except ImportError as e:
             raise ConfigError(str(e)) from None
-
-    def _reranked(self, inner):
-        """``inner`` behind the --rerank reranker, probed (an endpoint's /rerank) before the run."""
-        from flarebench.strategies.rerank import DEPTH, RERANK_SPECS, EndpointReranker, LMReranker, RerankedRetriever
-
-        depth = DEPTH if self.rerank_depth is None else self.rerank_depth
-        try:
-            if self.rerank == "lm":
-                reranker = LMReranker(self.lm_backend)
-            elif self.rerank.startswith("openai:") and self.rerank != "openai:":
-                from flarebench.strategies.embeddings import endpoint_key
-
-                key = endpoint_key(self.embed_api_key_env)
-                reranker = EndpointReranker(self.rerank.partition(":")[2], self.embed_base_url, key)
-            else:
-                raise ValueError(f"unknown --rerank spec {self.rerank!r}; known: {RERANK_SPECS}")
-            return RerankedRetriever(inner, reranker, depth)
-        except ValueError as e:
-            raise ConfigError(str(e)) from None
+        return RaySettings(self.ray_address, self.workers or DEFAULT_WORKERS, self.threads_per_worker)
 
     def _config(self) -> dict[str, Any]:
         """Everything that determines the answers (:func:`flarebench.bench.config.run_config`)."""
@@ -410,6 +396,8 @@ class BenchSession:
             info["study"] = self.study
         if self.disk_cache is not None:
             info["cache"] = str(self.disk_cache.path)
+        if self.ray is not None:
+            info["executor"] = self.ray.record()
         if self.gating.active:
             info["gate"] = self.gating.record()
         # How the metrics were scored (not in config: prices and the reference change no answer,
@@ -430,6 +418,8 @@ class BenchSession:
         retriever) pair); returns this spec's traces of those probes, resumed ones included."""
         lm, retriever = backends or (self.lm_backend, self.retriever_backend)
         probes = self.selected if probes is None else probes
+        if self.ray is not None and backends is None and not self._on_ray:
+            self._run_on_ray()
         done = {t.probe_id: t for t in self.log.read() if t.strategy == spec}
         todo = [p for p in probes if p.id not in done]
         if label is None:
@@ -439,7 +429,7 @@ class BenchSession:
             initial=len(probes) - len(todo),
             desc=label,
             unit="probe",
-            disable=not self.progress,
+            disable=not self.progress or self._on_ray,  # the Ray run's own bar showed these probes
             file=sys.stderr,
             dynamic_ncols=True,
         ) as bar:
@@ -458,6 +448,22 @@ class BenchSession:
         self.results[spec] = traces
         self.write_summary()
         return traces
+
+    def _run_on_ray(self) -> None:
+        """Run every spec's unfinished selected probes on Ray workers at once, with one progress
+        bar; :meth:`run` then finds them finished in traces.jsonl."""
+        self._on_ray = True
+        finished = self.log.done()
+        pairs = [(spec, p) for spec in self.specs for p in self.selected if (spec, p.id) not in finished]
+        totals = Counter({spec: len(self.selected) for spec in self.specs})
+        done = Counter({spec: len(self.selected) for spec in self.specs})
+        done.subtract(spec for spec, _ in pairs)
+        defaults = LONG_ANSWER_DEFAULTS if self.probe_set.answer_form == "long" else None
+        recipe = replace(self.recipe, lm_threads=self.ray.threads_per_worker)
+        for _ in run_on_ray(
+            pairs, self.ray, recipe, defaults, self.log, self.gating.active, self.progress, done, totals
+        ):
+            pass
 
     def measure(self, spec: str, probes: list, label: str) -> dict[str, Any]:
         """Run ``spec`` on ``probes`` (a calibration's dev part) and return its summary row there.
@@ -569,10 +575,8 @@ class BenchSession:
     def close(self) -> None:
         """Close the LM and the cache and release the run folder's lock (safe to call twice)."""
         try:
-            if getattr(self, "lm_backend", None) is not None:
-                self.lm_backend.close()
-            if getattr(self, "disk_cache", None) is not None:
-                self.disk_cache.close()
+            if getattr(self, "_backends", None) is not None:
+                self._backends.close()
             if getattr(self, "_dev", None) is not None:
                 self._dev[2].close()
         finally:

@@ -124,11 +124,14 @@ def make_lm(
     api_key_env: str | None = None,
     timeout: float | None = None,
     max_retries: int | None = None,
+    threads: int | None = None,
 ) -> LM:
     """``llamacpp:NAME`` (a bundled model), ``llamacpp:PATH.gguf``, or ``openai:MODEL`` on an
     OpenAI-compatible endpoint: ``base_url`` (else ``$OPENAI_BASE_URL``), the key in the environment
     variable named ``api_key_env`` (else ``$OPENAI_API_KEY``), per-request ``timeout`` seconds and
-    ``max_retries`` (else the defaults of flarebench.strategies.openai_lm)."""
+    ``max_retries`` (else the defaults of flarebench.strategies.openai_lm). ``threads``: the
+    in-process model's CPU threads (else flarebench.strategies.llamacpp's fixed default); it
+    applies to ``llamacpp:*`` only and is ignored by the others."""
     cls = lm_class(spec)
     kind, _, arg = spec.partition(":")
     endpoint = {
@@ -164,7 +167,8 @@ def make_lm(
         lm = cls(arg)
         lm.name = spec
         return lm
-    return cls(MODELS[arg]() if arg in MODELS else Path(arg), name=spec)
+    path = MODELS[arg]() if arg in MODELS else Path(arg)
+    return cls(path, name=spec) if threads is None else cls(path, name=spec, n_threads=threads)
 
 
 def make_retriever(spec: str, corpus: list[CorpusDoc], embedder=None, progress: bool = False) -> Retriever:

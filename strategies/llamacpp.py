@@ -52,7 +52,7 @@ class LlamaCppLM(LM):
     supports_top_logprobs = True
     supports_logit_bias = True
 
-    def __init__(self, model_path: str | Path, name: str | None = None, n_ctx: int = N_CTX):
+    def __init__(self, model_path: str | Path, name: str | None = None, n_ctx: int = N_CTX, n_threads: int = N_THREADS):
         self.model_path = Path(model_path)
         if not self.model_path.is_file():
             raise LMError(f"model file not found: {self.model_path}")
@@ -62,8 +62,8 @@ class LlamaCppLM(LM):
             n_ctx=n_ctx,
             n_batch=N_BATCH,
             n_ubatch=N_BATCH,
-            n_threads=N_THREADS,
-            n_threads_batch=N_THREADS,
+            n_threads=n_threads,
+            n_threads_batch=n_threads,
             seed=0,
             verbose=False,
             logits_all=False,

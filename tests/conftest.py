@@ -47,11 +47,10 @@ def lm():
 def scripted_lm(monkeypatch):
     """Sessions made in this test answer with :class:`tests.scripted.ProbeAwareLM` instead of
     loading the model (for tests of the harness's control flow, never of what it measures)."""
-    import flarebench.bench.session
     from tests.scripted import ProbeAwareLM
 
     lm = ProbeAwareLM()
-    monkeypatch.setattr(flarebench.bench.session, "make_lm", lambda *args, **kwargs: lm)
+    monkeypatch.setattr("flarebench.bench.recipe.make_lm", lambda *args, **kwargs: lm)
     return lm
 
 

@@ -1,11 +1,13 @@
 """Servers for tests, on a free port of 127.0.0.1: a real ``python -m llama_cpp.server`` (the bundled
-SmolLM2 with its full context), and a scripted HTTP service run in a thread."""
+SmolLM2 with its full context), a scripted HTTP service run in a thread, and a two-node Ray cluster."""
 
 from __future__ import annotations
 
 import contextlib
 import http.server
 import json
+import os
+import signal
 import socket
 import subprocess
 import sys
@@ -96,3 +98,61 @@ def llama_server(log: Path, *extra: str, ready_within: float = 180.0) -> Iterato
         except subprocess.TimeoutExpired:
             proc.kill()
             proc.wait()
+
+
+@contextlib.contextmanager
+def ray_cluster(log_dir: Path, env: dict[str, str], cpus_per_node: int = 1) -> Iterator[str]:
+    """A Ray cluster of two nodes on 127.0.0.1, `ray start --head` and a second `ray start --address`,
+    each in a process group of its own with ``env``; yields the head's address and stops both
+    groups on exit (never `ray stop`, which would stop every Ray process of the machine)."""
+    ray = str(Path(sys.executable).with_name("ray"))
+    port = free_port()
+    address = f"127.0.0.1:{port}"
+    common = ["--block", "--node-ip-address=127.0.0.1", f"--num-cpus={cpus_per_node}", "--disable-usage-stats"]
+    nodes = []
+    try:
+        for name, args in (
+            ("head", ["--head", f"--port={port}", "--include-dashboard=false"]),
+            ("node", [f"--address={address}"]),
+        ):
+            with open(log_dir / f"ray-{name}.log", "w") as out:
+                nodes.append(
+                    subprocess.Popen(
+                        [ray, "start", *args, *common],
+                        stdout=out,
+                        stderr=subprocess.STDOUT,
+                        env=env,
+                        start_new_session=True,
+                    )  # fmt: skip
+                )
+            if name == "head":
+                _wait_for_port(port, nodes[0], log_dir / "ray-head.log")
+        yield address
+    finally:
+        for node in reversed(nodes):
+            _stop_group(node)
+
+
+def _wait_for_port(port: int, proc: subprocess.Popen, log: Path, within: float = 60.0) -> None:
+    deadline = time.time() + within
+    while True:
+        try:
+            socket.create_connection(("127.0.0.1", port), timeout=1).close()
+            return
+        except OSError:
+            if proc.poll() is not None or time.time() > deadline:
+                pytest.fail(f"ray start --head did not come up:\n{log.read_text()[-3000:]}")
+            time.sleep(0.2)
+
+
+def _stop_group(proc: subprocess.Popen) -> None:
+    """Stop a process started with start_new_session and everything it started (SIGTERM, then SIGKILL)."""
+    with contextlib.suppress(ProcessLookupError):
+        os.killpg(proc.pid, signal.SIGTERM)
+    try:
+        proc.wait(timeout=5)
+    except subprocess.TimeoutExpired:
+        pass
+    with contextlib.suppress(ProcessLookupError):  # what is left of the group once `ray start` returned
+        os.killpg(proc.pid, signal.SIGKILL)
+    proc.wait()

@@ -211,11 +211,10 @@ def test_a_long_probe_loads_with_its_facts_and_derived_gold(tmp_path):
 
 
 def test_a_run_with_long_probes_is_rescored_from_its_traces(tmp_path, monkeypatch):
-    import flarebench.bench.session
     from tests.scripted import ScriptedLM, run_cli
 
     lm = ScriptedLM([ALL])  # every answer, whatever the question
-    monkeypatch.setattr(flarebench.bench.session, "make_lm", lambda *args, **kwargs: lm)
+    monkeypatch.setattr("flarebench.bench.recipe.make_lm", lambda *args, **kwargs: lm)
     folder = tmp_path / "set"
     folder.mkdir()
     docs = [{"id": "d1", "title": "Release", "text": "Production runs 4.12.0."}]

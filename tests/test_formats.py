@@ -304,11 +304,10 @@ def test_asqa_fact_recall_is_str_em(files):
 def test_a_run_on_asqa_reports_str_em_as_fact_recall(tmp_path, files, monkeypatch):
     import pandas as pd
 
-    import flarebench.bench.session
     from tests.scripted import ScriptedLM, run_cli
 
     lm = ScriptedLM(["Ilse Marra holds the women's record."])  # a scripted LM, never the real model
-    monkeypatch.setattr(flarebench.bench.session, "make_lm", lambda *args, **kwargs: lm)
+    monkeypatch.setattr("flarebench.bench.recipe.make_lm", lambda *args, **kwargs: lm)
     run_dir = tmp_path / "run"
     args = ["run", "--probes", str(files["asqa"]), "--strategy", "no_retrieval", "--report-dir", str(run_dir)]
     code, out, err = run_cli(*args)
@@ -601,8 +600,8 @@ class _StubRetriever:
 def test_session_records_the_format(tmp_path, files, monkeypatch):
     import flarebench.bench.session as session_mod
 
-    monkeypatch.setattr(session_mod, "make_lm", lambda *args, **kwargs: _StubLM())
-    monkeypatch.setattr(session_mod, "make_retriever", lambda spec, corpus, *a, **kw: _StubRetriever(corpus))
+    monkeypatch.setattr("flarebench.bench.recipe.make_lm", lambda *args, **kwargs: _StubLM())
+    monkeypatch.setattr("flarebench.bench.recipe.make_retriever", lambda spec, corpus, *a, **kw: _StubRetriever(corpus))
     s = session_mod.BenchSession(
         strategy=["no_retrieval"],
         probes=str(files["2wiki"]),
@@ -625,7 +624,7 @@ def test_session_refuses_a_bad_file_before_the_lm(tmp_path, monkeypatch):
     def no_lm(spec):
         raise AssertionError("the LM must not be loaded")
 
-    monkeypatch.setattr(session_mod, "make_lm", no_lm)
+    monkeypatch.setattr("flarebench.bench.recipe.make_lm", no_lm)
     bad = write(tmp_path, "hp.json", [{**HOTPOT[0], "answer": 7}])
     with pytest.raises(session_mod.ConfigError, match=r"hp\.json:1: answer: expected a string"):
         session_mod.BenchSession(strategy=["no_retrieval"], probes=str(bad), report_dir=str(tmp_path / "r"))

@@ -13,7 +13,6 @@ from pathlib import Path
 import pandas as pd
 import pytest
 
-import flarebench.bench.session
 from flarebench.bench import cli
 from flarebench.bench.config import config_difference
 from flarebench.bench.gate import (
@@ -334,7 +333,7 @@ class OracleLM(ScriptedLM):
 def oracle(monkeypatch):
     lm = OracleLM()
     lm.right = {"pw-0001", "pw-0002"}
-    monkeypatch.setattr(flarebench.bench.session, "make_lm", lambda *args, **kwargs: lm)
+    monkeypatch.setattr("flarebench.bench.recipe.make_lm", lambda *args, **kwargs: lm)
     return lm
 
 

@@ -137,7 +137,6 @@ def test_a_run_scores_the_set_by_its_facts(tmp_path, monkeypatch, long_set):
     # relative's value in place of the first fact's, the third with nothing the probe asks for.
     import pandas as pd
 
-    import flarebench.bench.session
     from tests.scripted import ScriptedLM, run_cli
 
     first, second, _ = long_set.probes[:3]
@@ -156,7 +155,7 @@ def test_a_run_scores_the_set_by_its_facts(tmp_path, monkeypatch, long_set):
             self.requests = []
             return super()._complete(request)
 
-    monkeypatch.setattr(flarebench.bench.session, "make_lm", lambda *args, **kwargs: FactsLM([""]))
+    monkeypatch.setattr("flarebench.bench.recipe.make_lm", lambda *args, **kwargs: FactsLM([""]))
     run_dir = tmp_path / "run"
     args = ["run", "--probes", "phantomwiki_long", "--limit", "3", "--strategy", "single_time"]
     code, out, err = run_cli(*args, "--report-dir", str(run_dir))

@@ -10,7 +10,6 @@ import math
 
 import pytest
 
-import flarebench.bench.session
 from flarebench.bench.config import fingerprint, run_config
 from flarebench.bench.topk import MAX_K, RecordTopK, widened
 from flarebench.strategies.lm import GenerationRequest, Prompt
@@ -195,7 +194,7 @@ def no_model(monkeypatch):
     def make_lm(*args, **kwargs):
         raise AssertionError("the model was loaded before the options were checked")
 
-    monkeypatch.setattr(flarebench.bench.session, "make_lm", make_lm)
+    monkeypatch.setattr("flarebench.bench.recipe.make_lm", make_lm)
 
 
 @pytest.mark.parametrize("k", ["0", "21", "-3"])

@@ -14,7 +14,6 @@ from pathlib import Path
 import pandas as pd
 import pytest
 
-import flarebench.bench.session
 from flarebench.bench.html import embed_json
 from flarebench.bench.metrics import COLUMN_DOCS
 from flarebench.bench.plots import pareto_front
@@ -51,7 +50,7 @@ def hostile_run(tmp_path_factory) -> Path:
     root = tmp_path_factory.mktemp("hostile")
     lm = ScriptedLM([([" Ann wrote ", CLOSER, " it.", " So the answer is Ann."], [0.95, 0.1, 0.9, 0.99])])
     with pytest.MonkeyPatch.context() as mp:
-        mp.setattr(flarebench.bench.session, "make_lm", lambda *args, **kwargs: lm)
+        mp.setattr("flarebench.bench.recipe.make_lm", lambda *args, **kwargs: lm)
         code, out, err = run_cli(
             "compare",
             "--probes",
@@ -169,7 +168,7 @@ def test_report_of_a_missing_run_is_one_line(tmp_path):
 @pytest.fixture
 def probe_aware(monkeypatch):
     lm = ProbeAwareLM()
-    monkeypatch.setattr(flarebench.bench.session, "make_lm", lambda *args, **kwargs: lm)
+    monkeypatch.setattr("flarebench.bench.recipe.make_lm", lambda *args, **kwargs: lm)
     return lm
 
 

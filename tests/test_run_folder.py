@@ -14,7 +14,6 @@ from pathlib import Path
 import pandas as pd
 import pytest
 
-import flarebench.bench.session
 from flarebench.bench.runlock import LOCK
 from flarebench.strategies.registry import names
 from tests.scripted import run_cli
@@ -29,7 +28,7 @@ def no_model(monkeypatch):
     def make_lm(*args, **kwargs):
         raise AssertionError("the model was loaded before the options were checked")
 
-    monkeypatch.setattr(flarebench.bench.session, "make_lm", make_lm)
+    monkeypatch.setattr("flarebench.bench.recipe.make_lm", make_lm)
 
 
 def _run(run_dir: Path, *extra: str, limit: str = "2") -> tuple[int, str, str]:

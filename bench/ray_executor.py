@@ -1,0 +1,226 @@
+"""``--executor ray``: a run's unfinished (strategy spec, probe) pairs spread over Ray actors.
+
+Each actor builds the run's backends once from the session's :class:`BackendRecipe` (its own
+in-process model, or a client of a served one), runs probes through the runner's
+:func:`run_probe` (so each probe is timed inside the worker) and returns traces. Only the driver
+writes ``traces.jsonl``, through the session's :class:`TraceLog`, so resume, ``bench score``,
+reports and gates read a Ray run as any other.
+
+Faults, with Ray's own settings: a worker process that dies is started again (``max_restarts``)
+and the probes it held are sent to it again (``max_task_retries``); a probe's trace is written when
+it comes back, so a probe lost with its worker is run again and none is written twice. A worker
+that stays down gives its probes back to the others. Ray is imported only here, and only when the
+executor is used: the default install does not need it.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import sys
+from collections import Counter, deque
+from collections.abc import Iterator
+from dataclasses import dataclass, replace
+from pathlib import Path
+
+from tqdm import tqdm
+
+from flarebench.bench.recipe import BackendRecipe
+from flarebench.bench.runner import TraceLog, run_probe
+from flarebench.strategies.lm import LMUnavailable
+from flarebench.strategies.records import Trace
+
+#: The values of --executor.
+EXECUTORS = ("local", "ray")
+#: --workers when not given.
+DEFAULT_WORKERS = 2
+INSTALL_HINT = "--executor ray needs the ray extra: pip install 'flarebench[ray]'"
+#: Times Ray starts a dead worker again (the actor's ``max_restarts``), rebuilding its backends.
+MAX_RESTARTS = 3
+#: Times Ray sends a probe again when its worker died holding it (the actor's ``max_task_retries``).
+MAX_TASK_RETRIES = 3
+#: Probes queued on each worker: the next one is there as soon as one finishes.
+IN_FLIGHT = 2
+#: Variables the workers need from the driver's environment when set there (an endpoint's default
+#: URL and key, the BM25 index cache), besides the key variables the options name.
+PASSED_ENV = ("OPENAI_BASE_URL", "OPENAI_API_KEY", "FLAREBENCH_CACHE", "HF_HUB_OFFLINE")
+
+
+class RayRunError(LMUnavailable):
+    """Ray cannot serve the run (no cluster to reach, every worker lost): as with an unreachable LM
+    server, the run stops in one line, keeps what finished and resumes with the same command."""
+
+
+@dataclass(frozen=True)
+class RaySettings:
+    """``--ray-address`` (None: start a local Ray instance), ``--workers``, ``--threads-per-worker``
+    (None: the in-process model's fixed default; each worker reserves that many CPUs, else one)."""
+
+    address: str | None = None
+    workers: int = 2
+    threads_per_worker: int | None = None
+
+    def record(self) -> dict:
+        """What run.json records: how the run was executed (it changes no answer)."""
+        return {"kind": "ray", "address": self.address or "local", "workers": self.workers,
+                "threads_per_worker": self.threads_per_worker}  # fmt: skip
+
+
+class ProbeWorker:
+    """A Ray actor's body: the run's backends and strategies, built once; runs one probe a call."""
+
+    def __init__(self, recipe: BackendRecipe, specs: list[str], defaults: dict | None, warm: bool):
+        from flarebench.strategies.registry import parse_spec
+
+        self.backends = recipe.build()  # loads the --plugin modules first: their strategies parse
+        self.strategies = {spec: parse_spec(spec, defaults) for spec in specs}
+        if warm:  # a gated run: the prefixes are evaluated before any probe is timed
+            from flarebench.bench.gate import warm_up
+
+            warm_up(self.strategies, self.backends.lm, self.backends.retriever)
+
+    def ready(self) -> int:
+        """The worker's process id, once its backends are built."""
+        return os.getpid()
+
+    def run(self, spec: str, probe) -> Trace:
+        """One probe's trace (an error trace when the strategy failed), timed here."""
+        return run_probe(spec, self.strategies[spec], probe, self.backends.lm, self.backends.retriever)
+
+
+def import_ray():
+    """The ray module; ImportError, in one line naming the extra to install, without it."""
+    try:
+        import ray
+    except ImportError:
+        raise ImportError(INSTALL_HINT) from None
+    return ray
+
+
+def run_on_ray(
+    pairs: list[tuple[str, object]],
+    settings: RaySettings,
+    recipe: BackendRecipe,
+    defaults: dict | None,
+    log: TraceLog,
+    warm: bool = False,
+    progress: bool = True,
+    done: Counter | None = None,
+    totals: Counter | None = None,
+) -> Iterator[Trace]:
+    """Run the (spec, probe) ``pairs`` on ``settings.workers`` Ray actors, appending each trace to
+    ``log`` as it comes back and yielding it. ``done`` and ``totals`` (probes per spec, finished
+    and in the run) feed the one progress bar. LMUnavailable from a worker stops the run (what came
+    back is kept); RayRunError when Ray cannot start or every worker is lost."""
+    ray = import_ray()
+    os.environ.setdefault("RAY_USAGE_STATS_ENABLED", "0")  # nothing leaves the machine
+    cpus = settings.threads_per_worker or 1
+    started = not ray.is_initialized()
+    if started:
+        try:
+            if settings.address:
+                ray.init(address=settings.address, log_to_driver=False, logging_level=logging.WARNING)
+            else:
+                # A new instance (address "local"), never a cluster another `ray start` left on the
+                # machine; room for every worker asked for, even beyond the cores: the user chose.
+                ray.init(address="local", num_cpus=settings.workers * cpus, include_dashboard=False, log_to_driver=False,
+                         logging_level=logging.WARNING)  # fmt: skip
+        except (ConnectionError, RuntimeError, ValueError) as e:
+            raise RayRunError(f"--executor ray: cannot start or reach Ray ({_first_line(e)})") from None
+    try:
+        yield from _dispatch(ray, pairs, settings, _portable(recipe), defaults, log, warm, progress, done, totals)
+    finally:
+        if started:
+            ray.shutdown()  # the driver's actors go with it
+
+
+def _portable(recipe: BackendRecipe) -> BackendRecipe:
+    # A worker may start in another folder: plugin files are named by absolute path.
+    plugins = tuple(str(Path(p).resolve()) if p.endswith(".py") else p for p in recipe.plugins)
+    return replace(recipe, plugins=plugins)
+
+
+def _worker_env(recipe: BackendRecipe) -> dict[str, str]:
+    names = [*PASSED_ENV, recipe.lm_api_key_env, recipe.embed_api_key_env]
+    return {name: os.environ[name] for name in names if name and name in os.environ}
+
+
+def _dispatch(ray, pairs, settings, recipe, defaults, log, warm, progress, done, totals) -> Iterator[Trace]:
+    from ray.exceptions import RayActorError, RayTaskError
+
+    actor = ray.remote(ProbeWorker).options(
+        num_cpus=settings.threads_per_worker or 1,
+        max_restarts=MAX_RESTARTS,
+        max_task_retries=MAX_TASK_RETRIES,
+        runtime_env={"env_vars": _worker_env(recipe)},
+    )
+    specs = list(dict.fromkeys(spec for spec, _ in pairs))
+    # The recipe goes by value: a worker started again rebuilds from its own copy of it.
+    workers = [actor.remote(recipe, specs, defaults, warm) for _ in range(settings.workers)]
+    pings = {w.ready.remote(): i for i, w in enumerate(workers)}
+    queue = deque(pairs)
+    in_flight: dict = {}  # object ref -> (worker index, (spec, probe))
+    load = Counter()  # probes queued per worker
+    alive: set[int] = set()
+    lost: dict[int, str] = {}  # worker index -> why it is gone for good
+    unavailable: LMUnavailable | None = None
+    done, totals = done or Counter(), totals or Counter(spec for spec, _ in pairs)
+
+    def fill() -> None:
+        for i, w in enumerate(workers):
+            while queue and unavailable is None and i not in lost and load[i] < IN_FLIGHT:
+                spec, probe = pair = queue.popleft()
+                in_flight[w.run.remote(spec, probe)] = (i, pair)
+                load[i] += 1
+
+    bar = tqdm(total=sum(totals.values()), initial=sum(done.values()), desc=f"ray ({settings.workers} workers)",
+               unit="probe", disable=not progress, file=sys.stderr, dynamic_ncols=True)  # fmt: skip
+
+    def show() -> None:
+        per_spec = ", ".join(f"{spec} {done[spec]}/{totals[spec]}" for spec in totals)
+        bar.set_postfix_str(f"workers up {len(alive)}/{settings.workers}; {per_spec}")
+
+    with bar:
+        fill()
+        show()
+        while in_flight or pings:
+            ready, _ = ray.wait([*in_flight, *pings], num_returns=1, timeout=1.0)
+            for ref in ready:
+                if ref in pings:
+                    i = pings.pop(ref)
+                    try:
+                        ray.get(ref)
+                        alive.add(i)
+                    except RayActorError as e:
+                        lost[i] = _first_line(e)
+                    continue
+                i, pair = in_flight.pop(ref)
+                load[i] -= 1
+                try:
+                    trace = ray.get(ref)
+                except RayTaskError as e:  # the worker raised out of run_probe: the LM is unreachable
+                    if not isinstance(e.cause, LMUnavailable):
+                        raise e.cause from None
+                    unavailable = unavailable or e.cause
+                    continue
+                except RayActorError as e:  # down past its restarts: its probes go to the others
+                    lost[i] = _first_line(e)
+                    alive.discard(i)
+                    queue.appendleft(pair)
+                    continue
+                alive.add(i)
+                log.append(trace)
+                done[trace.strategy] += 1
+                bar.update()
+                yield trace
+            if len(lost) == len(workers) and queue:
+                raise RayRunError(f"every Ray worker was lost (first: {next(iter(lost.values()))})")
+            fill()
+            show()
+    if unavailable is not None:
+        raise unavailable
+
+
+def _first_line(e: BaseException) -> str:
+    lines = [line.strip() for line in str(e).splitlines() if line.strip()]
+    return lines[0] if lines else type(e).__name__

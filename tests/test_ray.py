@@ -1,0 +1,168 @@
+"""``--executor ray`` (bench/ray_executor.py) without the model: every worker answers with the
+scripted LM of tests/fixtures/ray_lm.py. A run on a local Ray instance gives the sequential run's
+traces; on a cluster of two Ray nodes on 127.0.0.1 (started and stopped here) a worker killed
+mid-run loses and duplicates nothing, and Ctrl-C on the driver keeps what finished and resumes.
+The options are refused in one line when wrong. The same answers with the real model:
+tests/test_ray_model.py."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+from flarebench.bench.session import BenchSession, ConfigError
+from tests.servers import ray_cluster
+
+pytest.importorskip("ray")
+
+REPO = Path(__file__).resolve().parents[1]
+PLUGIN = str(REPO / "tests" / "fixtures" / "ray_lm.py")
+SPECS = ["--strategy", "single_time", "--strategy", "flare_direct"]
+
+
+def _env(**extra: str) -> dict[str, str]:
+    """The environment of the drivers and the Ray nodes: the plugin's `tests` importable in every
+    worker, no usage reporting, no token (the cluster listens on 127.0.0.1 only)."""
+    path = os.pathsep.join(filter(None, [str(REPO), os.environ.get("PYTHONPATH")]))
+    return {**os.environ, "PYTHONPATH": path, "RAY_USAGE_STATS_ENABLED": "0", "RAY_AUTH_MODE": "disabled",
+            "HF_HUB_OFFLINE": "1", **extra}  # fmt: skip
+
+
+def _command(run_dir: Path, *extra: str, delay: str = "0", limit: str = "3") -> list[str]:
+    return [sys.executable, "-m", "flarebench", "run", "--plugin", PLUGIN, "--lm", f"probeaware:{delay}", *SPECS,
+            "--limit", limit, "--report-dir", str(run_dir), *extra]  # fmt: skip
+
+
+def _lines(run_dir: Path) -> list[dict]:
+    """Every line of traces.jsonl, as written (TraceLog.read would hide a duplicate)."""
+    return [json.loads(line) for line in (run_dir / "traces.jsonl").read_text().splitlines()]
+
+
+def _untimed(value):
+    """A trace without its timings (which differ from run to run)."""
+    if isinstance(value, dict):
+        return {k: _untimed(v) for k, v in value.items() if k != "seconds"}
+    if isinstance(value, list):
+        return [_untimed(v) for v in value]
+    return value
+
+
+def _answers(run_dir: Path) -> dict:
+    lines = _lines(run_dir)
+    by_pair = {(t["strategy"], t["probe_id"]): _untimed(t) for t in lines}
+    assert len(by_pair) == len(lines), "a probe was written twice"
+    return by_pair
+
+
+def _status(run_dir: Path) -> str:
+    return json.loads((run_dir / "run.json").read_text())["status"]
+
+
+def _wait_for_a_trace(run_dir: Path, proc: subprocess.Popen, within: float = 90.0) -> None:
+    deadline = time.time() + within
+    while not (run_dir / "traces.jsonl").exists() or not (run_dir / "traces.jsonl").read_text().strip():
+        assert proc.poll() is None, proc.communicate()[1][-3000:]
+        assert time.time() < deadline, "no trace written"
+        time.sleep(0.1)
+
+
+def test_a_ray_run_on_a_local_instance_gives_the_sequential_traces(tmp_path):
+    env = _env()
+    seq = subprocess.run(_command(tmp_path / "seq", limit="6"), env=env, capture_output=True, text=True)
+    assert seq.returncode == 0, seq.stderr[-3000:]
+    ray = subprocess.run(
+        _command(tmp_path / "ray", "--executor", "ray", "--workers", "2", limit="6"),
+        env=env,
+        capture_output=True,
+        text=True,
+    )
+    assert ray.returncode == 0, ray.stderr[-3000:]
+    assert _answers(tmp_path / "ray") == _answers(tmp_path / "seq") and len(_answers(tmp_path / "seq")) == 12
+    info = json.loads((tmp_path / "ray" / "run.json").read_text())
+    assert info["status"] == "complete"
+    assert info["executor"] == {"kind": "ray", "address": "local", "workers": 2, "threads_per_worker": None}
+    # The executor is no part of the configuration: the runs are comparable, and resumable either way.
+    assert info["config"] == json.loads((tmp_path / "seq" / "run.json").read_text())["config"]
+    assert all(t["seconds"] > 0 for t in _lines(tmp_path / "ray"))  # timed per probe, in the worker
+    assert "workers up 2/2; single_time 6/6, flare_direct 6/6" in ray.stderr  # one bar for the run
+    assert "Traceback" not in ray.stderr
+    score = subprocess.run([sys.executable, "-m", "flarebench", "score", str(tmp_path / "ray")], env=env,
+                           capture_output=True, text=True)  # fmt: skip
+    assert score.returncode == 0 and "scored 6 probes per strategy" in score.stdout
+
+
+@pytest.fixture(scope="module")
+def cluster(tmp_path_factory):
+    """Two Ray nodes on 127.0.0.1 (one CPU each, so the two workers sit on different nodes); the
+    workers write their process ids into the ``pids`` folder."""
+    root = tmp_path_factory.mktemp("ray-cluster")
+    pids = root / "pids"
+    pids.mkdir()
+    env = _env(FLAREBENCH_TEST_PIDS=str(pids))
+    with ray_cluster(root, env) as address:
+        yield address, pids, env
+
+
+def test_a_killed_worker_loses_nothing_and_duplicates_nothing(cluster, tmp_path):
+    address, pids, env = cluster
+    run_dir = tmp_path / "run"
+    cmd = _command(run_dir, "--executor", "ray", "--ray-address", address, "--workers", "2", delay="0.05")
+    proc = subprocess.Popen(cmd, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    _wait_for_a_trace(run_dir, proc)
+    workers = {int(p.name) for p in pids.iterdir()} - {proc.pid}
+    victim = max(workers, key=lambda pid: (pids / str(pid)).stat().st_mtime)  # one of this run's workers
+    os.kill(victim, signal.SIGKILL)
+    _, err = proc.communicate(timeout=120)
+    assert proc.returncode == 0, err[-3000:]
+    answers = _answers(run_dir)  # each probe once
+    assert len(answers) == 6 and _status(run_dir) == "complete"
+    assert all(t["error"] is None for t in _lines(run_dir))
+    # Ray started the killed worker again (it wrote a new process id) and it took its probes back.
+    assert {int(p.name) for p in pids.iterdir()} - workers - {proc.pid}
+
+
+def test_ctrl_c_keeps_what_finished_and_the_same_command_resumes(cluster, tmp_path):
+    address, _, env = cluster
+    run_dir = tmp_path / "run"
+    cmd = _command(run_dir, "--executor", "ray", "--ray-address", address, "--workers", "2", delay="0.05")
+    proc = subprocess.Popen(cmd, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    _wait_for_a_trace(run_dir, proc)
+    proc.send_signal(signal.SIGINT)
+    _, err = proc.communicate(timeout=60)
+    assert proc.returncode == 130, err[-3000:]
+    assert "interrupted; finished probes are kept" in err and "Traceback" not in err
+    kept = _answers(run_dir)
+    assert 1 <= len(kept) < 6 and _status(run_dir) == "interrupted"
+    again = subprocess.run(cmd, env=env, capture_output=True, text=True)
+    assert again.returncode == 0, again.stderr[-3000:]
+    answers = _answers(run_dir)  # each probe once: nothing finished was run again
+    assert len(answers) == 6 and _status(run_dir) == "complete"
+    assert all(answers[pair] == trace for pair, trace in kept.items())
+
+
+@pytest.mark.parametrize(
+    ("options", "message"),
+    [
+        ({"executor": "dask"}, "--executor must be one of local, ray, got 'dask'"),
+        ({"workers": 2, "ray_address": "auto"}, "--ray-address, --workers only apply to --executor ray"),
+        ({"executor": "ray", "workers": 0}, "--workers must be >= 1, got 0"),
+        ({"executor": "ray", "threads_per_worker": 0}, "--threads-per-worker must be >= 1, got 0"),
+        ({"executor": "ray", "concurrency": 2, "lm": "openai:m"}, "--concurrency applies to --executor local"),
+    ],
+)
+def test_wrong_ray_options_are_refused_in_one_line_before_anything_loads(options, message):
+    with pytest.raises(ConfigError, match=message):
+        BenchSession(strategy=["no_retrieval"], limit=1, progress=False, **options)
+
+
+def test_without_the_extra_the_executor_names_the_install(monkeypatch):
+    monkeypatch.setitem(sys.modules, "ray", None)  # `import ray` fails as if it were not installed
+    with pytest.raises(ConfigError, match=r"^--executor ray needs the ray extra: pip install 'flarebench\[ray\]'$"):
+        BenchSession(strategy=["no_retrieval"], limit=1, progress=False, executor="ray")
