@@ -117,14 +117,14 @@ def run_on_ray(
     cpus = settings.threads_per_worker or 1
     started = not ray.is_initialized()
     if started:
+        quiet = {"log_to_driver": False, "logging_level": logging.WARNING}  # the run's bar, not Ray's logs
         try:
             if settings.address:
-                ray.init(address=settings.address, log_to_driver=False, logging_level=logging.WARNING)
+                ray.init(address=settings.address, **quiet)
             else:
                 # A new instance (address "local"), never a cluster another `ray start` left on the
                 # machine; room for every worker asked for, even beyond the cores: the user chose.
-                ray.init(address="local", num_cpus=settings.workers * cpus, include_dashboard=False, log_to_driver=False,
-                         logging_level=logging.WARNING)  # fmt: skip
+                ray.init(address="local", num_cpus=settings.workers * cpus, include_dashboard=False, **quiet)
         except (ConnectionError, RuntimeError, ValueError) as e:
             raise RayRunError(f"--executor ray: cannot start or reach Ray ({_first_line(e)})") from None
     try:
