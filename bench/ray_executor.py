@@ -146,7 +146,7 @@ def _worker_env(recipe: BackendRecipe) -> dict[str, str]:
 
 
 def _dispatch(ray, pairs, settings, recipe, defaults, log, warm, progress, done, totals) -> Iterator[Trace]:
-    from ray.exceptions import RayActorError, RayTaskError
+    from ray.exceptions import ActorUnavailableError, RayActorError, RayTaskError
 
     actor = ray.remote(ProbeWorker).options(
         num_cpus=settings.threads_per_worker or 1,
@@ -203,10 +203,11 @@ def _dispatch(ray, pairs, settings, recipe, defaults, log, warm, progress, done,
                         raise e.cause from None
                     unavailable = unavailable or e.cause
                     continue
-                except RayActorError as e:  # down past its restarts: its probes go to the others
-                    lost[i] = _first_line(e)
+                except RayActorError as e:  # the probe is run again, by whichever worker is free
                     alive.discard(i)
                     queue.appendleft(pair)
+                    if not isinstance(e, ActorUnavailableError):  # down past its restarts: gone
+                        lost[i] = _first_line(e)
                     continue
                 alive.add(i)
                 log.append(trace)

@@ -455,6 +455,8 @@ class BenchSession:
         self._on_ray = True
         finished = self.log.done()
         pairs = [(spec, p) for spec in self.specs for p in self.selected if (spec, p.id) not in finished]
+        if not pairs:  # a finished run, resumed: no cluster to start
+            return
         totals = Counter({spec: len(self.selected) for spec in self.specs})
         done = Counter({spec: len(self.selected) for spec in self.specs})
         done.subtract(spec for spec, _ in pairs)
