@@ -60,6 +60,12 @@ class RaySettings:
     workers: int = 2
     threads_per_worker: int | None = None
 
+    @property
+    def cpus_per_worker(self) -> int:
+        """The CPUs Ray reserves for each worker: its model's threads, else one (a client of a served
+        model, or the in-process model at its fixed default)."""
+        return self.threads_per_worker or 1
+
     def record(self) -> dict:
         """What run.json records: how the run was executed (it changes no answer)."""
         return {"kind": "ray", "address": self.address or "local", "workers": self.workers,
@@ -114,7 +120,6 @@ def run_on_ray(
     back is kept); RayRunError when Ray cannot start or every worker is lost."""
     ray = import_ray()
     os.environ.setdefault("RAY_USAGE_STATS_ENABLED", "0")  # nothing leaves the machine
-    cpus = settings.threads_per_worker or 1
     started = not ray.is_initialized()
     if started:
         quiet = {"log_to_driver": False, "logging_level": logging.WARNING}  # the run's bar, not Ray's logs
@@ -124,7 +129,8 @@ def run_on_ray(
             else:
                 # A new instance (address "local"), never a cluster another `ray start` left on the
                 # machine; room for every worker asked for, even beyond the cores: the user chose.
-                ray.init(address="local", num_cpus=settings.workers * cpus, include_dashboard=False, **quiet)
+                cpus = settings.workers * settings.cpus_per_worker
+                ray.init(address="local", num_cpus=cpus, include_dashboard=False, **quiet)
         except (ConnectionError, RuntimeError, ValueError) as e:
             raise RayRunError(f"--executor ray: cannot start or reach Ray ({_first_line(e)})") from None
     try:
@@ -149,7 +155,7 @@ def _dispatch(ray, pairs, settings, recipe, defaults, log, warm, progress, done,
     from ray.exceptions import ActorUnavailableError, RayActorError, RayTaskError
 
     actor = ray.remote(ProbeWorker).options(
-        num_cpus=settings.threads_per_worker or 1,
+        num_cpus=settings.cpus_per_worker,
         max_restarts=MAX_RESTARTS,
         max_task_retries=MAX_TASK_RETRIES,
         runtime_env={"env_vars": _worker_env(recipe)},
