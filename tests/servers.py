@@ -150,7 +150,7 @@ def _stop_group(proc: subprocess.Popen) -> None:
     with contextlib.suppress(ProcessLookupError):
         os.killpg(proc.pid, signal.SIGTERM)
     try:
-        proc.wait(timeout=5)
+        proc.wait(timeout=3)
     except subprocess.TimeoutExpired:
         pass
     with contextlib.suppress(ProcessLookupError):  # what is left of the group once `ray start` returned
