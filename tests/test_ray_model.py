@@ -14,7 +14,9 @@ from tests.test_ray import _answers, _env
 
 pytest.importorskip("ray")
 
-SPECS = ["--strategy", "single_time", "--strategy", "flare_direct", "--limit", "2"]
+# One probe per spec (two pairs, one per worker): the model's cost bounds CI; tests/test_ray.py runs
+# the six probes with a stand-in LM.
+SPECS = ["--strategy", "single_time", "--strategy", "flare_direct", "--limit", "1"]
 
 
 @pytest.mark.model
@@ -25,7 +27,7 @@ def test_ray_workers_with_one_thread_give_the_sequential_traces(tmp_path, monkey
     ray = ["--executor", "ray", "--workers", "2", "--threads-per-worker", "1"]
     assert main(["run", *SPECS, *ray, "--report-dir", str(tmp_path / "ray")]) == 0, capsys.readouterr().err
     seq, ray = _answers(tmp_path / "seq"), _answers(tmp_path / "ray")
-    assert len(seq) == 4 and _without_evaluated(ray) == _without_evaluated(seq)
+    assert len(seq) == 2 and _without_evaluated(ray) == _without_evaluated(seq)
     # Every worker's model evaluates a static prompt prefix once, counted in its first call that
     # uses it: on Ray a call may count a prefix that the sequential run had evaluated earlier.
     assert all(r >= s for r, s in zip(_evaluated(ray, sorted(seq)), _evaluated(seq, sorted(seq))))
