@@ -114,12 +114,19 @@ def cluster(tmp_path_factory):
         yield address, pids, env
 
 
-def test_a_killed_worker_loses_nothing_and_duplicates_nothing(cluster, tmp_path):
-    address, pids, env = cluster
-    run_dir = tmp_path / "run"
+def _start_on_the_cluster(cluster, run_dir: Path) -> tuple[subprocess.Popen, list[str]]:
+    """A run on the cluster's two workers, once its first trace is written: (driver, command)."""
+    address, _, env = cluster
     cmd = _command(run_dir, "--executor", "ray", "--ray-address", address, "--workers", "2", delay="0.05")
     proc = subprocess.Popen(cmd, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     _wait_for_a_trace(run_dir, proc)
+    return proc, cmd
+
+
+def test_a_killed_worker_loses_nothing_and_duplicates_nothing(cluster, tmp_path):
+    _, pids, _ = cluster
+    run_dir = tmp_path / "run"
+    proc, _ = _start_on_the_cluster(cluster, run_dir)
     workers = {int(p.name) for p in pids.iterdir()} - {proc.pid}
     victim = max(workers, key=lambda pid: (pids / str(pid)).stat().st_mtime)  # one of this run's workers
     os.kill(victim, signal.SIGKILL)
@@ -133,11 +140,9 @@ def test_a_killed_worker_loses_nothing_and_duplicates_nothing(cluster, tmp_path)
 
 
 def test_ctrl_c_keeps_what_finished_and_the_same_command_resumes(cluster, tmp_path):
-    address, _, env = cluster
+    env = cluster[2]
     run_dir = tmp_path / "run"
-    cmd = _command(run_dir, "--executor", "ray", "--ray-address", address, "--workers", "2", delay="0.05")
-    proc = subprocess.Popen(cmd, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
-    _wait_for_a_trace(run_dir, proc)
+    proc, cmd = _start_on_the_cluster(cluster, run_dir)
     proc.send_signal(signal.SIGINT)
     _, err = proc.communicate(timeout=60)
     assert proc.returncode == 130, err[-3000:]
