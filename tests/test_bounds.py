@@ -20,7 +20,7 @@ from flarebench.bench.report import compact_frame, format_table, is_comparison
 from flarebench.strategies.flare_direct import FlareDirect
 from flarebench.strategies.records import FIRST_HOP, LMCall, Retrieval, Step, Trace
 from flarebench.strategies.registry import expand
-from tests.scripted import ScriptedLM, ScriptedRetriever
+from tests.scripted import ScriptedLM, ScriptedRetriever, run_cli
 from tests.test_metrics import FakeProbe
 
 GOLD = "Bea Tull"
@@ -220,6 +220,19 @@ def test_the_headroom_finding():
 
 
 # ---------------------------------------------------------------- the bound specs
+
+
+def test_compare_does_not_add_a_bound_the_specs_hold(tmp_path, scripted_lm):
+    # Control flow only (which specs run, how their rows are labelled): the scripted LM answers.
+    run_dir = tmp_path / "compare"
+    code, out, err = run_cli(
+        "compare", "--strategy", "no_retrieval", "--strategy", "flare_direct:theta=1.0", "--limit", "1",
+        "--report-dir", str(run_dir),
+    )  # fmt: skip
+    assert code == 0, out + err
+    summary = pd.read_csv(run_dir / "summary.csv")
+    assert list(summary["strategy"]) == ["no_retrieval", "flare_direct:theta=1.0", "oracle"]
+    assert summary["bound"].tolist() == ["never", "always", "oracle"]
 
 
 def test_a_comparison_adds_never_first_and_always_last_once():
