@@ -30,14 +30,10 @@ from typing import Any
 import pandas as pd
 
 from flarebench.bench.bounds import with_bounds
+from flarebench.bench.options import DEV_FRACTION, TOLERANCE
 from flarebench.strategies.base import Knob
 from flarebench.strategies.registry import SpecError, parse_spec, with_param
 
-#: The dev share of the probes when not told otherwise.
-DEV_FRACTION = 0.3
-#: How far a realised test figure may sit from the target (or beyond the budget) before the
-#: report says the strategy missed it.
-TOLERANCE = 0.1
 CALIBRATION_CSV = "calibration.csv"
 #: What a dev point records besides the goal's metrics.
 DEV_METRICS = ("retrieval_rate", "f1", "em", "lm_calls_per_q")

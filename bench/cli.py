@@ -16,7 +16,7 @@ import shlex
 import sys
 from pathlib import Path
 
-from flarebench.bench.options import DEFAULTS_NOTE, PLUGIN, RUN_OPTIONS
+from flarebench.bench.options import DEFAULTS_NOTE, DEV_FRACTION, PLUGIN, RUN_OPTIONS, TOLERANCE
 from flarebench.bench.runner import RESUME_HINT
 from flarebench.strategies.lm import LMUnavailable
 
@@ -477,8 +477,6 @@ def _add_run_options(parser: argparse.ArgumentParser, helps: dict[str, str] | No
 
 
 def _add_calibration_options(parser: argparse.ArgumentParser, budget_help: str) -> None:
-    from flarebench.bench.calibrate import DEV_FRACTION, TOLERANCE
-
     parser.add_argument("--budget", metavar="METRIC=VALUE", help=budget_help)
     parser.add_argument(
         "--objective", metavar="METRIC", help="with a METRIC<=VALUE budget: the figure to maximise (default: f1)"
@@ -522,7 +520,10 @@ def _add_scoring_options(parser: argparse.ArgumentParser) -> None:
 
 
 def build_parser() -> argparse.ArgumentParser:
-    ap = argparse.ArgumentParser(prog="flarebench", description=__doc__.split("\n\n")[0])
+    ap = argparse.ArgumentParser(
+        prog="flarebench",
+        description="Benchmark retrieval strategies for RAG: run, compare, calibrate and sweep them; score runs.",
+    )
     sub = ap.add_subparsers(dest="command", required=True)
 
     def command(name: str, func, help: str, description: str) -> argparse.ArgumentParser:

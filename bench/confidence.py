@@ -27,7 +27,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 import numpy as np
-from scipy.stats import rankdata
+import pandas as pd
 
 from flarebench.strategies.records import Trace
 from flarebench.strategies.triggers import fires_high
@@ -70,7 +70,7 @@ def auroc(scores: Sequence[float], positive: Sequence[bool]) -> float:
     n_pos, n_neg = int(y.sum()), int((~y).sum())
     if n_pos == 0 or n_neg == 0:
         return float("nan")
-    ranks = rankdata(s)  # average ranks for ties
+    ranks = pd.Series(s).rank(method="average").to_numpy()  # ties share their mean rank
     return float((ranks[y].sum() - n_pos * (n_pos + 1) / 2) / (n_pos * n_neg))
 
 

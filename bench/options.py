@@ -13,6 +13,14 @@ DEFAULTS_NOTE = (
     "from the current folder upwards), under its name without --; the command line wins."
 )
 
+# The defaults of calibrate's and compare --budget's --dev-fraction and --budget-tolerance (here, not
+# in calibrate.py, so that --help need not import pandas).
+#: The dev share of the probes when not told otherwise.
+DEV_FRACTION = 0.3
+#: How far a realised test figure may sit from the target (or beyond the budget) before the
+#: report says the strategy missed it.
+TOLERANCE = 0.1
+
 
 @dataclass(frozen=True)
 class Option:

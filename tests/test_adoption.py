@@ -240,6 +240,7 @@ def _tables(md: str) -> dict[str, list[str]]:
     return out
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("example", ["compare", "theta-sweep"])
 def test_a_rescored_example_has_a_row_per_listed_measure(tmp_path, example):
     run_dir = tmp_path / example
@@ -270,6 +271,7 @@ def test_the_readmes_sample_is_the_example_runs_table():
     assert shown == committed
 
 
+@pytest.mark.slow
 def test_run_and_score_write_the_same_adoption_md_and_a_missing_reference_is_said(tmp_path, scripted_lm):
     prices = tmp_path / "prices.toml"
     prices.write_text('[models."scripted"]\nprompt_per_1m = 3.0\ncompletion_per_1m = 15.0\nper_retrieval = 0.001\n')
@@ -300,6 +302,7 @@ def test_run_and_score_write_the_same_adoption_md_and_a_missing_reference_is_sai
 pytest_plugins = ["pytester"]
 
 
+@pytest.mark.slow
 def test_pytest_bench_writes_adoption_md(pytester, tmp_path, scripted_lm):
     # One run in this process first, as tests/test_run_folder.py does before in-process pytest runs.
     assert run_cli("run", "--strategy", "single_time", "--limit", "1", "--report-dir", str(tmp_path / "warm"))[0] == 0

@@ -34,6 +34,7 @@ def test_the_labelled_claims_are_what_the_docs_say():
     assert {"engdocs", "faithfulness"} <= test_sets  # shipped corpora and the folder's own unseen ones
 
 
+@pytest.mark.slow
 def test_the_recorded_offline_figures_are_the_live_ones():
     claims = load_claims(split="test")
     live = measure(LEXICAL_METHOD, "test", claims, agreement.offline_verdicts(claims))
@@ -118,6 +119,7 @@ def test_an_empty_selection_and_a_missing_file_are_user_errors(tmp_path, capsys)
     assert "gone.jsonl:0: (file):" in capsys.readouterr().err
 
 
+@pytest.mark.slow
 def test_a_reader_that_goes_away_gets_no_traceback():
     import subprocess
     import sys

@@ -222,6 +222,7 @@ def test_the_headroom_finding():
 # ---------------------------------------------------------------- the bound specs
 
 
+@pytest.mark.slow
 def test_compare_does_not_add_a_bound_the_specs_hold(tmp_path, scripted_lm):
     # Control flow only (which specs run, how their rows are labelled): the scripted LM answers.
     run_dir = tmp_path / "compare"

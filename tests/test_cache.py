@@ -97,6 +97,7 @@ def test_a_repeated_retrieval_is_served_from_the_cache(tmp_path):
     assert not retrieve(other, "who wrote the book", 1, "first_hop")[1].cached
 
 
+@pytest.mark.slow
 def test_a_second_run_is_warm_and_reports_latency_apart(tmp_path, scripted_lm):
     common = ["run", "--strategy", "single_time", "--strategy", "flare_direct", "--limit", "4"]
     cache = str(tmp_path / "cache")

@@ -274,6 +274,7 @@ def test_without_the_corpus_extra_one_line_names_it(capsys, tmp_path, monkeypatc
     assert (code, printed) == (2, "python -m flarebench.probes corpus needs pypdf: pip install 'flarebench[corpus]'\n")
 
 
+@pytest.mark.slow
 def test_a_run_on_the_set_records_its_chunking(capsys, tmp_path, scripted_lm):
     out = tmp_path / "set"
     assert _build(capsys, FIXTURE, out)[0] == 0

@@ -22,6 +22,7 @@ def engdocs():
     return load_probe_set("engdocs")
 
 
+@pytest.mark.slow
 def test_the_build_writes_the_committed_files_byte_for_byte(tmp_path):
     # one build writes both sets of the source (engdocs and engdocs_long, tests/test_engdocs_long.py)
     assert build.main(["--out", str(tmp_path)]) == 0
@@ -101,6 +102,7 @@ def test_readme_counts_match_the_files(engdocs):
     assert "python probes/build_engdocs.py" in readme
 
 
+@pytest.mark.slow
 def test_check_finds_broken_chains():
     src = build.read()
     assert build.check(src) == []

@@ -125,6 +125,7 @@ def _long(src: build.Source, probe_id: str) -> build.Entry:
     return next(e for e in src.long if e.row["id"] == probe_id)
 
 
+@pytest.mark.slow
 def test_check_finds_broken_facts():
     src = build.read()
     assert build.check(src) == []

@@ -27,6 +27,7 @@ def _comparable(name: str, data: bytes) -> bytes:
     return _PNG.sub(b"data:image/png;base64,PNG", data) if name == "report.html" else data
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("example", ["compare", "theta-sweep"])
 def test_an_example_run_rescores_byte_for_byte(tmp_path, example):
     committed = EXAMPLES / example

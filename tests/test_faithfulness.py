@@ -237,6 +237,7 @@ def test_the_key_never_reaches_repr_config_rows_or_errors():
     assert SECRET not in json.dumps([list(rows.values()), summarize_faithfulness(rows)])
 
 
+@pytest.mark.slow
 def test_unreachable_judge_is_an_error_not_a_parse_failure():
     _needs_ragas()
     port = servers.free_port()  # nothing listens there

@@ -349,6 +349,7 @@ def test_asqa_facts_skip_pairs_without_answers_and_map_pages_to_passages(tmp_pat
     assert len(p.metadata["qa_pairs"]) == 3
 
 
+@pytest.mark.slow
 def test_asqa_file_validates_from_the_command_line(files):
     r = run_cli("validate", str(files["asqa"]))
     assert r.returncode == 0, r.stdout + r.stderr
@@ -511,6 +512,7 @@ def run_cli(*args: str, env: dict | None = None) -> subprocess.CompletedProcess:
     )
 
 
+@pytest.mark.slow
 def test_cli_validate_file(files, tmp_path):
     r = run_cli("validate", str(files["hotpotqa"]))
     assert r.returncode == 0, r.stdout + r.stderr
@@ -550,6 +552,7 @@ OFFLINE_SCRIPT = textwrap.dedent(
 )
 
 
+@pytest.mark.slow
 def test_datasets_loads_offline_into_the_flarebench_cache(tmp_path, files):
     home, cache = tmp_path / "home", tmp_path / "fbcache"
     home.mkdir()
@@ -633,6 +636,7 @@ def test_session_refuses_a_bad_file_before_the_lm(tmp_path, monkeypatch):
     assert not (tmp_path / "r").exists()
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("runner", [["-m", "pytest", "bench", "-p", "no:cacheprovider"], ["-m", "flarebench", "run"]])
 def test_bench_stops_on_a_bad_file_before_the_lm(tmp_path, runner):
     bad = write(tmp_path, "hp.json", [{**HOTPOT[0], "answer": 7}])

@@ -358,6 +358,7 @@ def _save(tmp_path, *extra, specs=("single_time",), limit="3"):
     return baseline
 
 
+@pytest.mark.slow
 def test_console_script_saves_a_baseline_and_gates_against_it(tmp_path, oracle):
     baseline = _save(tmp_path)
     doc = json.loads(baseline.read_text())
@@ -405,6 +406,7 @@ def test_console_script_saves_a_baseline_and_gates_against_it(tmp_path, oracle):
     assert code == 0, out + err
 
 
+@pytest.mark.slow
 def test_a_stricter_baseline_fails_with_one_line_per_broken_metric(tmp_path, oracle):
     baseline = _save(tmp_path)
     doc = json.loads(baseline.read_text())
@@ -425,6 +427,7 @@ def test_a_stricter_baseline_fails_with_one_line_per_broken_metric(tmp_path, ora
     assert "failed: single_time" in err
 
 
+@pytest.mark.slow
 def test_latency_is_gated_as_a_ratio_to_the_reference(tmp_path, oracle):
     baseline = _save(tmp_path)
     # A uniformly slower machine: both strategies slow down, the ratio holds.
@@ -438,6 +441,7 @@ def test_latency_is_gated_as_a_ratio_to_the_reference(tmp_path, oracle):
     assert "  latency_p95_ratio: baseline " in err and "(max_rise_rel 0.25)" in err
 
 
+@pytest.mark.slow
 def test_a_different_configuration_is_refused_unless_asked(tmp_path, oracle):
     baseline = _save(tmp_path)
     code, out, err = run_cli("--limit", "2", "--report-dir", str(tmp_path / "g1"), "--gate", str(baseline))
@@ -461,6 +465,7 @@ def test_a_different_configuration_is_refused_unless_asked(tmp_path, oracle):
     assert code == 0
 
 
+@pytest.mark.slow
 def test_a_gated_run_never_resumes_a_run_folder(tmp_path, oracle):
     baseline = _save(tmp_path)
     args = ["--limit", "3", "--report-dir", str(tmp_path / "base"), "--gate", str(baseline)]
@@ -472,6 +477,7 @@ def test_a_gated_run_never_resumes_a_run_folder(tmp_path, oracle):
     assert len(traces) == 6  # a fresh run of both specs, nothing kept from the first
 
 
+@pytest.mark.slow
 def test_a_baseline_is_not_saved_from_a_failing_gate(tmp_path, oracle):
     baseline = _save(tmp_path)
     oracle.right = set()
@@ -487,6 +493,7 @@ def _pytest_bench(pytester, *args):
     return pytester.runpytest_inprocess(str(ROOT / "bench"), "-p", "no:cacheprovider", *args)
 
 
+@pytest.mark.slow
 def test_pytest_bench_gate_fails_the_breaking_strategys_test(pytester, tmp_path, oracle):
     baseline = _save(tmp_path, specs=("no_retrieval", "single_time"))
     doc = json.loads(baseline.read_text())
@@ -504,6 +511,7 @@ def test_pytest_bench_gate_fails_the_breaking_strategys_test(pytester, tmp_path,
     assert "Traceback" not in out
 
 
+@pytest.mark.slow
 def test_pytest_bench_saves_a_baseline_and_feeds_pytest_benchmark(pytester, tmp_path, oracle, monkeypatch):
     # Under pytest-xdist (the inner loop's -n 2) pytest-benchmark sees this variable and turns
     # itself off in the inner run too; that run is no xdist worker.
@@ -549,6 +557,7 @@ def test_pytest_bench_saves_a_baseline_and_feeds_pytest_benchmark(pytester, tmp_
         result.assert_outcomes(passed=2)
 
 
+@pytest.mark.slow
 def test_pytest_bench_with_a_corrupted_baseline_is_a_usage_error(tmp_path):
     bad = tmp_path / "bad.json"
     bad.write_text('{"version": 1, "metrics": {"single_time": ')
@@ -576,7 +585,9 @@ def sh(*args):
 @pytest.mark.model
 def test_gate_end_to_end_with_the_model(tmp_path):
     baseline = tmp_path / "baseline.json"
-    common = ["-m", "pytest", "bench", "-p", "no:cacheprovider", "--limit", "1"]
+    # pytest-benchmark's timing (one more run of each spec's first probe) is tested with the scripted
+    # LM above and with the model in test_plugin.py: here it would only double the model's work.
+    common = ["-m", "pytest", "bench", "-p", "no:cacheprovider", "--benchmark-disable", "--limit", "1"]
     saved = sh(
         *common, "--strategy", "single_time", "--report-dir", str(tmp_path / "a"), "--save-baseline", str(baseline)
     )

@@ -258,6 +258,7 @@ def phantom_search(search, phantom):
     return search
 
 
+@pytest.mark.slow
 def test_a_run_stopped_by_a_dying_service_resumes_with_the_same_command(phantom_search, phantom, tmp_path, scripted_lm):
     search = phantom_search
     run_dir = tmp_path / "run"
@@ -285,6 +286,7 @@ def test_a_run_stopped_by_a_dying_service_resumes_with_the_same_command(phantom_
     assert info["config"]["retriever"] == {"name": "http", "url": search.url}
 
 
+@pytest.mark.slow
 def test_secrets_in_the_url_are_sent_but_never_recorded_or_shown(phantom_search, tmp_path, scripted_lm, monkeypatch):
     search, secret = phantom_search, "SECRET-42"
     url = f"{search.url}?index=wiki&api_key={secret}"

@@ -9,6 +9,8 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
+
 ROOT = Path(__file__).resolve().parents[1]
 #: The repository's top-level folders that install as flarebench.<folder> (pyproject.toml).
 PACKAGES = ("bench", "strategies", "probes")
@@ -71,6 +73,7 @@ def test_the_import_graph_has_no_cycle():
     assert _cycle({"a": {"b"}, "b": {"c"}, "c": {"a"}}) == ["a", "b", "c", "a"]
 
 
+@pytest.mark.slow
 def test_no_code_imports_a_top_level_bench_strategies_or_probes():
     # Installed, those names are a team's own packages (or nothing): ours are flarebench.*.
     files = [*_modules().values(), *sorted((ROOT / "tests").rglob("*.py"))]
@@ -98,6 +101,7 @@ for name in sys.argv[1:]:
 """
 
 
+@pytest.mark.slow
 def test_every_module_imports_on_its_own():
     names = [n for n in _modules() if not n.endswith(("__main__", "test_bench"))]
     r = subprocess.run([sys.executable, "-c", _IMPORT_EACH, *names], cwd=ROOT, capture_output=True, text=True)

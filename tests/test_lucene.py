@@ -38,6 +38,7 @@ AGREEMENT_BOUNDS = {
 }
 
 
+@pytest.mark.slow
 def test_index_is_built_once_and_cached(tmp_path, monkeypatch):
     monkeypatch.setenv("FLAREBENCH_CACHE", str(tmp_path))
     first = LuceneRetriever(DOCS)
@@ -99,6 +100,7 @@ def agreement(probe_set, k: int = 5) -> tuple[float, float]:
     return sum(overlaps) / len(overlaps), sum(top1) / len(top1)
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("name", AGREEMENT_BOUNDS)
 def test_top5_agrees_with_bm25s(name):
     probe_set = load_probe_set(name)

@@ -422,6 +422,7 @@ def test_summary_scores_mean_and_recall_skips_probes_without_gold():
     assert math.isnan(no_gold["recall"])
 
 
+@pytest.mark.slow
 def test_summary_order():
     probe = FakeProbe("p1", answers=["x"])
     rows = _rows([(trace([], strategy=name), probe) for name in ["b", "a", "c"]])
@@ -664,6 +665,7 @@ def _scored(strategy, ems):
     ]
 
 
+@pytest.mark.slow
 def test_delta_columns_against_the_reference():
     ref = [0, 1, 0, 1, 0, 1, 0, 1, 0, 1]
     better = [1] * 10  # right on every probe the reference got wrong

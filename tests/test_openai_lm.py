@@ -433,6 +433,7 @@ def test_a_bad_response_is_an_lm_error_of_that_call(scripted, fault, message):
     assert SECRET not in str(e.value)  # the 400 body echoes the key: redacted
 
 
+@pytest.mark.slow
 def test_a_server_that_stays_unavailable_raises_lm_unavailable(scripted):
     lm = _lm(scripted, max_retries=1)
     scripted.fault = "503"
@@ -642,6 +643,7 @@ def _files_holding(run_dir: Path, secret: str) -> list[str]:
     return [str(p) for p in run_dir.rglob("*") if p.is_file() and secret.encode() in p.read_bytes()]
 
 
+@pytest.mark.slow
 def test_flare_direct_is_refused_on_an_endpoint_without_logprobs(scripted, tmp_path):
     scripted.logprobs = False
     r = flarebench(
@@ -660,6 +662,7 @@ def test_flare_direct_is_refused_on_an_endpoint_without_logprobs(scripted, tmp_p
     assert "flare_direct" not in would_run and not (tmp_path / "run").exists()
 
 
+@pytest.mark.slow
 def test_the_key_is_sent_but_never_written(scripted, tmp_path):
     run_dir = tmp_path / "run"
     r = flarebench(
@@ -677,6 +680,7 @@ def test_the_key_is_sent_but_never_written(scripted, tmp_path):
     assert len(list(run_dir.iterdir())) >= 4
 
 
+@pytest.mark.slow
 def test_an_endpoint_down_at_start_is_one_line_and_exit_3(tmp_path):
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
@@ -840,6 +844,7 @@ def _check_gone_and_resumed(proxy: Proxy, args: list[str], run_dir: Path, probe_
     return _answers(run_dir)
 
 
+@pytest.mark.slow
 def test_bad_responses_mid_run_are_per_probe_errors(scripted, phantom, tmp_path):
     q = [p.question for p in phantom.probes]
     proxy = Proxy(scripted.endpoint.url, faults={q[0]: "malformed", q[1]: "empty", q[2]: "no_logprobs"})
@@ -849,6 +854,7 @@ def test_bad_responses_mid_run_are_per_probe_errors(scripted, phantom, tmp_path)
     _check_faults(proxy, args, tmp_path / "run")
 
 
+@pytest.mark.slow
 def test_a_server_gone_mid_run_stops_it_and_the_same_command_resumes(scripted, phantom, tmp_path):
     proxy = Proxy(scripted.endpoint.url, down_on=phantom.probes[1].question)
     ids = [p.id for p in phantom.probes[:3]]
@@ -891,6 +897,7 @@ def test_concurrent_probes_give_the_same_answers(llama_server, reference, tmp_pa
     assert _answers(run_dir) == uninterrupted
 
 
+@pytest.mark.slow
 def test_pytest_bench_stops_with_one_line_when_the_server_goes(scripted, phantom, tmp_path):
     proxy = Proxy(scripted.endpoint.url, down_on=phantom.probes[1].question)
     run_dir = tmp_path / "run"

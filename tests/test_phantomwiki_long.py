@@ -25,6 +25,7 @@ def corpus():
     return [json.loads(line) for line in (SHIPPED_DIR / "phantomwiki" / "corpus.jsonl").read_text().splitlines()]
 
 
+@pytest.mark.slow
 def test_the_build_writes_the_committed_files_byte_for_byte(tmp_path):
     assert build.main(["--out", str(tmp_path)]) == 0
     written = sorted(f.name for f in tmp_path.iterdir())
@@ -132,6 +133,7 @@ def test_reading_the_world_refuses_what_it_does_not_understand(corpus):
         build.read_world(rows)
 
 
+@pytest.mark.slow
 def test_a_run_scores_the_set_by_its_facts(tmp_path, monkeypatch, long_set):
     # A scripted LM (never the real model) answers the first probe with its facts, the second with a
     # relative's value in place of the first fact's, the third with nothing the probe asks for.

@@ -42,7 +42,7 @@ def test_pytest_bench_runs_resumes_and_refuses(tmp_path):
     assert len(traces) == 2
     assert json.loads((run_dir / "run.json").read_text())["status"] == "complete"
 
-    again = sh(*args)  # same configuration: resumed, nothing run twice
+    again = sh(*args, "--benchmark-disable")  # same configuration: resumed, nothing run twice
     assert again.returncode == 0, again.stdout + again.stderr
     assert (run_dir / "traces.jsonl").read_text().splitlines() == traces
 
@@ -56,6 +56,7 @@ def test_pytest_bench_runs_resumes_and_refuses(tmp_path):
     assert "single_time:k=2" in score.stdout
 
 
+@pytest.mark.slow
 def test_unknown_strategy_is_a_usage_error():
     out = sh("-m", "pytest", "bench", "-p", "no:cacheprovider", "--strategy", "flair", "--limit", "1")
     assert out.returncode == 4
@@ -64,6 +65,7 @@ def test_unknown_strategy_is_a_usage_error():
     assert "Traceback" not in out.stdout + out.stderr
 
 
+@pytest.mark.slow
 def test_options_are_the_same_in_pytest_and_the_console_script():
     from flarebench.bench.cli import build_parser
     from flarebench.bench.options import RUN_OPTIONS
@@ -79,6 +81,7 @@ def test_options_are_the_same_in_pytest_and_the_console_script():
         assert f"| `{opt.flag}" in table, f"README's options table lacks {opt.flag}"
 
 
+@pytest.mark.slow
 def test_score_of_a_missing_run_is_one_line(tmp_path):
     out = sh("-m", "flarebench", "score", str(tmp_path / "none"))
     assert out.returncode == 2

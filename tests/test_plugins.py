@@ -82,6 +82,7 @@ def _flarebench(*args: str, cwd: Path) -> subprocess.CompletedProcess:
     return subprocess.run([sys.executable, "-m", "flarebench", *args], cwd=cwd, capture_output=True, text=True)
 
 
+@pytest.mark.slow
 def test_a_plugin_file_runs_its_strategy_lm_and_retriever_from_the_command_line(tmp_path):
     plugin, run_dir = _plugin_file(tmp_path), tmp_path / "run"
     backends = ("--lm", "echo:Paris", "--retriever", "first", "--limit", "2")
@@ -112,6 +113,7 @@ def test_a_plugin_file_runs_its_strategy_lm_and_retriever_from_the_command_line(
     assert r.stderr.count("\n") == 1 and "Traceback" not in r.stderr
 
 
+@pytest.mark.slow
 def test_pytest_bench_takes_plugin(tmp_path):
     plugin = _plugin_file(tmp_path)
     r = subprocess.run(

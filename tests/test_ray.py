@@ -75,6 +75,7 @@ def _wait_for_a_trace(run_dir: Path, proc: subprocess.Popen, within: float = 90.
         time.sleep(0.1)
 
 
+@pytest.mark.slow
 def test_a_ray_run_on_a_local_instance_gives_the_sequential_traces(tmp_path, isolated_registry, monkeypatch, capsys):
     env = _env()
     monkeypatch.setattr(plugins, "_loaded", set())  # the plugin's LM, registered here, is gone after the test
@@ -123,6 +124,7 @@ def _start_on_the_cluster(cluster, run_dir: Path) -> tuple[subprocess.Popen, lis
     return proc, cmd
 
 
+@pytest.mark.slow
 def test_a_killed_worker_loses_nothing_and_duplicates_nothing(cluster, tmp_path):
     _, pids, _ = cluster
     run_dir = tmp_path / "run"
@@ -139,6 +141,7 @@ def test_a_killed_worker_loses_nothing_and_duplicates_nothing(cluster, tmp_path)
     assert {int(p.name) for p in pids.iterdir()} - workers - {proc.pid}
 
 
+@pytest.mark.slow
 def test_ctrl_c_keeps_what_finished_and_the_same_command_resumes(cluster, tmp_path):
     env = cluster[2]
     run_dir = tmp_path / "run"

@@ -218,6 +218,7 @@ def test_a_backend_without_top_logprobs_is_refused_in_one_line(tmp_path, scripte
     assert err == "flarebench: --record-topk needs per-token top logprobs, which scripted does not return\n"
 
 
+@pytest.mark.slow
 def test_a_folder_is_resumed_only_with_the_same_k(tmp_path, scripted_lm):
     run_dir = str(tmp_path / "run")
     base = ("run", "--strategy", "flare_direct", "--limit", "2", "--report-dir", run_dir)

@@ -123,6 +123,7 @@ def test_report_holds_table_plots_definitions_and_configuration(hostile_run):
     assert run["study"] == {"kind": "compare"}
 
 
+@pytest.mark.slow
 def test_report_command_rebuilds_the_same_page_from_traces(hostile_run, tmp_path):
     copy = tmp_path / "run"
     shutil.copytree(hostile_run, copy)
@@ -147,6 +148,7 @@ def test_report_of_a_partial_run(hostile_run, tmp_path):
     assert len(data["traces"]) == 1 and [p["id"] for p in data["probes"]] == ["q1"]
 
 
+@pytest.mark.slow
 def test_report_of_an_answer_that_is_missing_or_failed(hostile_run, tmp_path):
     copy = tmp_path / "run"
     shutil.copytree(hostile_run, copy)
@@ -172,6 +174,7 @@ def probe_aware(monkeypatch):
     return lm
 
 
+@pytest.mark.slow
 def test_sweep_runs_one_spec_per_value_and_plots_against_it(tmp_path, probe_aware):
     run_dir = tmp_path / "sweep"
     code, out, err = run_cli(
@@ -253,6 +256,7 @@ def browser():
     driver.quit()
 
 
+@pytest.mark.slow
 def test_report_in_a_real_browser(browser, hostile_run):
     from selenium.common.exceptions import NoAlertPresentException
     from selenium.webdriver.common.by import By

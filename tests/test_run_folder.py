@@ -111,6 +111,7 @@ def test_score_and_report_of_a_file_or_with_a_bad_price_path_are_one_line(tmp_pa
 # --------------------------------------------------------------------------------------------
 
 
+@pytest.mark.slow
 def test_a_damaged_trace_line_stops_score_report_and_resume_until_fixed(tmp_path, scripted_lm):
     run_dir = tmp_path / "run"
     code, out, err = _run(run_dir, limit="3")
@@ -158,6 +159,7 @@ def _lock_of(pid: int) -> str:
     return json.dumps({"pid": pid, "host": socket.gethostname(), "token": "other"})
 
 
+@pytest.mark.slow
 def test_a_folder_another_live_process_writes_is_refused_and_a_dead_ones_lock_taken_over(
     tmp_path, scripted_lm, monkeypatch
 ):
@@ -183,6 +185,7 @@ def test_a_folder_another_live_process_writes_is_refused_and_a_dead_ones_lock_ta
     assert not (run_dir / LOCK).exists()
 
 
+@pytest.mark.slow
 def test_the_lock_is_released_on_refusal_and_on_ctrl_c(tmp_path, scripted_lm, monkeypatch):
     run_dir = tmp_path / "run"
     assert _run(run_dir)[0] == 0
@@ -212,6 +215,7 @@ def _pytest_bench(pytester, *args):
 pytest_plugins = ["pytester"]
 
 
+@pytest.mark.slow
 def test_pytest_bench_releases_the_lock_at_the_end_and_on_ctrl_c(pytester, tmp_path, scripted_lm, monkeypatch):
     # One run in this process first: the modules a run imports lazily are then imported here, not in
     # the in-process pytest runs, which drop what they import (and numpy's extensions load once only).

@@ -6,6 +6,8 @@ from __future__ import annotations
 import subprocess
 import sys
 
+import pytest
+
 from flarebench.bench.scaffold import TEMPLATES, init
 from flarebench.bench.settings import load
 from tests.scripted import run_cli
@@ -54,6 +56,7 @@ def test_init_into_a_file_is_one_line(tmp_path):
     assert code == 2 and err == f"flarebench: flarebench init {tmp_path / 'f'}: is a file, not a folder\n"
 
 
+@pytest.mark.slow
 def test_pytest_bench_collects_the_installed_bench_or_the_repositorys_own(tmp_path):
     # A folder with packages named like flarebench's parts: they shadow nothing.
     for name in ("probes", "strategies"):

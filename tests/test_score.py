@@ -20,6 +20,7 @@ names()
 SPECS = ("no_retrieval", "single_time", "flare_direct:theta=0.7")
 
 
+@pytest.mark.slow
 def test_score_gives_the_summary_the_run_wrote(tmp_path, scripted_lm):
     prices = tmp_path / "prices.toml"
     prices.write_text('[models."scripted"]\nprompt_per_1m = 3.0\ncompletion_per_1m = 15.0\nper_retrieval = 0.001\n')
@@ -66,6 +67,7 @@ def test_score_gives_the_summary_the_run_wrote(tmp_path, scripted_lm):
     pd.testing.assert_series_equal(again["em"], s["em"])
 
 
+@pytest.mark.slow
 def test_resume_with_other_prices_or_reference_is_allowed(tmp_path, scripted_lm):
     run_dir = tmp_path / "run"
     code, out, err = run_cli("run", "--strategy", "single_time", "--limit", "2", "--report-dir", str(run_dir))
@@ -94,6 +96,7 @@ def test_bad_price_file_is_a_usage_error(tmp_path, scripted_lm):
     assert code == 2 and "bad.toml: not a price table" in err and "Traceback" not in err
 
 
+@pytest.mark.slow
 def test_score_breaks_results_down_by_a_metadata_field(tmp_path, scripted_lm):
     run_dir = tmp_path / "run"
     code, out, err = run_cli("run", "--strategy", "single_time", "--limit", "8", "--report-dir", str(run_dir))
@@ -107,6 +110,7 @@ def test_score_breaks_results_down_by_a_metadata_field(tmp_path, scripted_lm):
     assert code == 2 and "no probe metadata field 'colour'; fields: difficulty" in err
 
 
+@pytest.mark.slow
 def test_score_scores_exactly_the_probes_the_run_selected(tmp_path, scripted_lm):
     # A folder run with --limit 4, then resumed with --limit 2 (the limit is not part of the
     # configuration): traces.jsonl holds 4 probes per strategy, the run scored 2, and so must `score`.

@@ -103,6 +103,7 @@ def test_notes_are_settings_first_then_findings_each_in_scorer_order():
     assert [n.split(":")[0] for n in notes] == ["cost_per_q", "delta columns", "bound rows", "warm run"]
 
 
+@pytest.mark.slow
 def test_no_scorer_module_imports_back_what_loads_the_registry():
     # metrics and gate load the registry when imported, and load() imports every scorer module by
     # name, which the static import graph cannot see: add those edges, so that a scorer importing
@@ -150,6 +151,7 @@ print(json.dumps({
 """
 
 
+@pytest.mark.slow
 def test_a_new_scorer_reaches_the_summary_the_gate_and_the_tables():
     done = subprocess.run([sys.executable, "-c", _NEW_METRIC], cwd=ROOT, capture_output=True, text=True, timeout=120)
     assert done.returncode == 0, done.stderr

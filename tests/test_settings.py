@@ -108,6 +108,7 @@ def test_a_cli_run_takes_the_file_and_records_where_values_came_from(tmp_path, m
     assert src["probes"] == "default"
 
 
+@pytest.mark.slow
 def test_pytest_refuses_a_bad_file_as_a_usage_error(pytester):
     pytester.makefile(".toml", flarebench="limit = 1\nstrategyy = 'all'\n")
     result = pytester.runpytest_subprocess("-p", "no:cacheprovider")

@@ -100,6 +100,17 @@ def test_flare_direct_stall_spans_the_draft_the_retrieval_and_the_regeneration()
     assert shown_text(t)[0] == " Alpha is one. Beta is two."  # the fired draft is never shown
 
 
+def test_a_reranked_retrieval_takes_its_rerank_calls_time_too():
+    # --rerank lm: the first hop's search took 0.5 s and two reranking calls 0.75 s each, so the
+    # answer's 4 s call starts at 2 s (not 0.5 s) and its first sentence ends at 2 + 4 * 4/8.
+    first_hop = ret(FIRST_HOP, 0.5)
+    first_hop.lm_calls = [call([" Yes"], seconds=0.75, purpose="rerank") for _ in range(2)]
+    c = call(ALPHA + BETA, seconds=4.0)
+    t = trace([Step(c.text, [c], [first_hop])])
+    assert sentence_times(t) == [4.0, 6.0]
+    assert values(t) == {"ttfs_s": 4.0, "stall_s": 2.0}
+
+
 def test_flare_direct_retrievals_during_a_step_come_after_its_draft_and_queries():
     draft, query = call(ALPHA, purpose="draft"), call([" Who?"], purpose="query")
     regen = call(ALPHA, purpose="regenerate")

@@ -243,6 +243,7 @@ def test_the_metrics_doc_names_every_column_of_triggers_csv():
         assert f"`{column}`" in doc, column
 
 
+@pytest.mark.slow
 def test_score_writes_triggers_csv_whose_min_prob_auroc_is_the_gate_auroc(tmp_path, scripted_lm):
     run_dir = tmp_path / "run"
     code, out, err = run_cli(
@@ -269,6 +270,7 @@ def test_score_writes_triggers_csv_whose_min_prob_auroc_is_the_gate_auroc(tmp_pa
     assert code == 0 and "triggers post hoc (triggers.csv)" in out2
 
 
+@pytest.mark.slow
 def test_score_of_a_run_without_top_k_skips_margin_and_entropy(tmp_path, scripted_lm):
     run_dir = tmp_path / "run"
     code, out, err = run_cli("run", "--strategy", "flare_direct", "--limit", "4", "--report-dir", str(run_dir))

@@ -16,6 +16,9 @@ order :func:`events` gives: step by step, and within a step
   Which retrieval comes between which calls is not recorded; it is read from the reasons and
   purposes as ``flare_direct`` and ``adaptive`` make them.
 
+A retrieval takes its search's seconds and then those of the LM calls a reranker made to order its
+results (``--rerank lm``, recorded on the retrieval, purpose ``rerank``): the reader waits for both.
+
 A step's text is shown as the call that wrote it generates it: the step's last call that is not a
 question-generation call (the draft when FLARE's gate did not fire, the regeneration when it did;
 a drafted sentence that was regenerated is never shown). Its character ``c`` is reached at the
@@ -104,7 +107,9 @@ def shown_text(trace: Trace) -> tuple[str, list[float]]:
         for e in order:
             if isinstance(e, LMCall):
                 starts[id(e)] = t
-            t += float(e.seconds)
+                t += float(e.seconds)
+            else:  # the search, then the reranker's LM calls that ordered its results (--rerank lm)
+                t += float(e.seconds) + sum(float(c.seconds) for c in e.lm_calls)
         if id(step) not in shown or not step.text:
             continue
         writers = [c for c in step.lm_calls if c.purpose not in UNSHOWN_PURPOSES]
