@@ -72,3 +72,22 @@ def isolated_registry(monkeypatch):
     for module, tables in ((registry, ("_REGISTRY", "_ORIGINS")), (backends, ("_LMS", "_RETRIEVERS", "_ORIGINS"))):
         for table in tables:
             monkeypatch.setattr(module, table, dict(getattr(module, table)))
+
+
+#: A test marked neither ``slow`` nor ``model`` that runs longer than this (seconds) is named at the
+#: end of the run: the inner loop (``-m "not model and not slow"``) stays under a minute only if
+#: such tests get the ``slow`` marker (CONTRIBUTING.md).
+UNMARKED_SLOW_S = 2.0
+
+
+def pytest_terminal_summary(terminalreporter):
+    reports = [r for key in ("passed", "failed") for r in terminalreporter.stats.get(key, [])]
+    slow = sorted(
+        (r.duration, r.nodeid)
+        for r in reports
+        if r.when == "call" and r.duration > UNMARKED_SLOW_S and not {"slow", "model"} & set(r.keywords)
+    )
+    if slow:
+        terminalreporter.section("tests to mark slow")
+        for seconds, nodeid in reversed(slow):
+            terminalreporter.write_line(f"{seconds:.1f}s {nodeid}: over {UNMARKED_SLOW_S:g} s without the slow marker")
