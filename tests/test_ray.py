@@ -159,6 +159,29 @@ def test_ctrl_c_keeps_what_finished_and_the_same_command_resumes(cluster, tmp_pa
     assert all(answers[pair] == trace for pair, trace in kept.items())
 
 
+@pytest.mark.slow
+def test_a_ray_run_is_gated_against_the_baseline_of_a_sequential_run(cluster, tmp_path, isolated_registry, monkeypatch):
+    # A team's CI gate on a cluster: the baseline was saved by a sequential run, and the executor is
+    # no part of the configuration, so the Ray run is gated against it (latency off: a stand-in LM).
+    address, _, env = cluster
+    monkeypatch.setattr(plugins, "_loaded", set())
+    baseline = tmp_path / "baseline.json"
+    assert main([*_command(tmp_path / "seq")[3:], "--save-baseline", str(baseline)]) == 0
+    gated = subprocess.run(
+        _command(tmp_path / "ray", "--executor", "ray", "--ray-address", address, "--gate", str(baseline),
+                 "--tolerance", "latency_p95_ratio=off"),
+        env=env, capture_output=True, text=True,
+    )  # fmt: skip
+    assert gated.returncode == 0, gated.stderr[-3000:]
+    assert f"gate {baseline} (latency reference no_retrieval): 2 passed, 0 broken" in gated.stdout
+    assert json.loads((tmp_path / "ray" / "gate.json").read_text())["passed"] == {
+        "single_time": True,
+        "flare_direct": True,
+    }
+    # The latency reference ran on the workers with the gated specs, each probe once.
+    assert len(_answers(tmp_path / "ray")) == 9 and _status(tmp_path / "ray") == "complete"
+
+
 @pytest.mark.parametrize(
     ("options", "message"),
     [
