@@ -71,11 +71,21 @@ def test_ctrl_c_keeps_finished_probes_and_the_same_command_resumes(tmp_path):
     done = subprocess.run([*cmd[:-1], str(whole)], capture_output=True, text=True, env=env(tmp_path))
     assert done.returncode == 0, done.stderr[-2000:]
 
-    def outputs(folder: Path) -> dict[str, str]:
+    def outputs(folder: Path) -> dict[str, tuple]:
+        """Per probe: the output, every call's logprobs and every retrieval's documents."""
         lines = (folder / "traces.jsonl").read_text().splitlines()
-        return {t["probe_id"]: t["output"] for t in map(json.loads, lines)}
+        return {
+            t["probe_id"]: (
+                t["output"],
+                [c["logprobs"] for s in t["steps"] for c in s["lm_calls"]],
+                [r["doc_ids"] for s in t["steps"] for r in s["retrievals"]],
+            )
+            for t in map(json.loads, lines)
+        }
 
     assert outputs(run_dir) == outputs(whole)
+    info = json.loads((run_dir / "run.json").read_text())
+    assert info["config"]["strategies"] == {"single_time": {"k": 3, "max_tokens": 128, "answer_form": "short"}}
 
 
 def test_calibrate_chooses_on_dev_reports_test_and_rebuilds_the_same(tmp_path):

@@ -101,31 +101,6 @@ def test_first_difference_names_the_field():
 
 
 @pytest.mark.model
-def test_resumed_run_equals_uninterrupted_run(tmp_path):
-    """Run 1 probe, 'interrupt', resume to 2: the traces equal those of one run of 2."""
-    opts = dict(strategy=["single_time"], progress=False)
-    part = BenchSession(limit=1, report_dir=str(tmp_path / "a"), **opts)
-    part.run("single_time")
-    part.close()
-    resumed = BenchSession(limit=2, report_dir=str(tmp_path / "a"), **opts)
-    assert len(resumed.log.read()) == 1  # nothing lost, nothing redone yet
-    resumed.run("single_time")
-    resumed.close()
-    whole = BenchSession(limit=2, report_dir=str(tmp_path / "b"), **opts)
-    whole.run("single_time")
-    whole.close()
-
-    def key(t):
-        return (t.probe_id, t.output, [c.logprobs for c in t.lm_calls], [r.doc_ids for r in t.retrievals])
-
-    assert [key(t) for t in resumed.log.read()] == [key(t) for t in whole.log.read()]
-    info = json.loads((tmp_path / "a" / "run.json").read_text())
-    assert info["status"] == "complete" and info["config"]["strategies"] == {
-        "single_time": {"k": 3, "max_tokens": 128, "answer_form": "short"}
-    }
-
-
-@pytest.mark.model
 def test_run_folder_of_another_configuration_is_refused(tmp_path):
     BenchSession(strategy=["no_retrieval"], limit=1, report_dir=str(tmp_path), progress=False).run("no_retrieval")
     with pytest.raises(ConfigError, match=r"different configuration: strategies\.no_retrieval \(was \{'k': 3"):
