@@ -137,9 +137,11 @@ def check_compatible(spec: str, strategy: Strategy, lm: LM) -> None:
         raise StrategyRefused(why)
 
 
-def run_probe(spec: str, strategy: Strategy, probe, lm: LM, retriever: Retriever) -> Trace:
+def run_probe(spec: str, strategy: Strategy, probe, lm: LM | None, retriever: Retriever) -> Trace:
     """Run one strategy on one probe; a failure becomes an error trace, not a crash of the run,
     except an unreachable LM (LMUnavailable), which stops the run: every probe left would fail."""
+    if lm is not None:  # an http strategy's service is its own LM
+        lm.begin_answer()
     start = time.perf_counter()
     try:
         trace = strategy.run(probe.question, lm, retriever)

@@ -143,6 +143,10 @@ class LlamaCppLM(LM):
             self._restore(key)
         return min(shared, len(full) - 1), evaluated
 
+    def begin_answer(self) -> None:
+        """The next call continues no earlier call: it starts from its static prefix's state."""
+        self._last = []
+
     def _eval(self, ids: list[int], at: int) -> None:
         """Evaluate ``ids`` after the first ``at`` tokens in the cache (eval() cuts the cache there)."""
         if at + len(ids) > self._llm.n_ctx():

@@ -187,6 +187,14 @@ class LM(ABC):
         }
         return frozenset(name for name, offered in flags.items() if offered)
 
+    def begin_answer(self) -> None:
+        """A new answer starts: its first call must not continue from an earlier call's state.
+
+        The runner calls this before every probe, so that a probe's calls are evaluated the same
+        way whatever ran before it (a backend that reuses the previous call's state, as the
+        in-process one does within an answer, would otherwise batch the same prompt differently
+        after an identical one). Stateless backends need nothing."""
+
     def describe(self) -> dict:
         """What identifies this model in run.json (name, file, sha256, settings)."""
         return {"name": self.name}
@@ -222,6 +230,10 @@ class WrappedLM(LM):
             request.top_logprobs,
             request.entropy,
         )
+
+    def begin_answer(self) -> None:
+        """``inner`` starts a new answer."""
+        self.inner.begin_answer()
 
     def _chat(self, request: ChatRequest) -> LMCall:
         """Chat turns go to ``inner`` unchanged."""

@@ -11,6 +11,7 @@ import math
 import pandas as pd
 import pytest
 
+from flarebench.bench.runner import run_probe
 from flarebench.bench.topk import RecordTopK
 from flarebench.bench.trigger_scores import TRIGGERS_CSV
 from flarebench.strategies import parse_spec
@@ -24,8 +25,9 @@ def test_recorded_drafts_keep_flare_directs_answers_and_carry_k_alternatives(lm,
     recording = RecordTopK(lm, 5)
     # One probe here and one below, end to end: each a whole flare_direct answer, drafts and all.
     for probe in phantom.probes[:1]:
-        plain = strategy.run(probe.question, lm, retriever)
-        recorded = strategy.run(probe.question, recording, retriever)
+        # As the runner does: each answer starts afresh, whatever an earlier test left in the model.
+        plain = run_probe("flare_direct", strategy, probe, lm, retriever)
+        recorded = run_probe("flare_direct", strategy, probe, recording, retriever)
         assert recorded.error is None and plain.error is None
         assert (recorded.output, recorded.answer) == (plain.output, plain.answer)
         assert [s.gate for s in recorded.steps] == [s.gate for s in plain.steps]

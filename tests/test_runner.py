@@ -20,6 +20,7 @@ from flarebench.bench.runner import (
     run_strategy,
 )
 from flarebench.bench.session import BenchSession, ConfigError
+from flarebench.bench.topk import RecordTopK
 from flarebench.strategies.base import Strategy, finish
 from flarebench.strategies.lm import Prompt
 from flarebench.strategies.records import Step
@@ -59,6 +60,18 @@ def test_traces_are_appended_as_produced_and_errors_recorded(tmp_path):
     assert traces[1].error.startswith("RuntimeError: boom") and traces[1].stop_reason == "error"
     assert traces[0].answer == "x" and traces[0].error is None
     assert [t.probe_id for t in log.read()] == ["p1", "p2", "p3"]
+
+
+def test_every_probe_begins_a_new_answer_of_the_lm_through_its_wrappers(tmp_path):
+    class Marking(ScriptedLM):
+        def begin_answer(self):
+            self.requests.append("begin")
+
+    lm = Marking([" So the answer is x."])
+    traces = list(run_strategy("_test_flaky", Flaky(), PROBES, RecordTopK(lm, 3), None, TraceLog(tmp_path / "t.jsonl")))
+    assert [t.error is None for t in traces] == [True, False, True]
+    # Each probe's calls come after its own begin_answer, so none continues an earlier probe's state.
+    assert [r if r == "begin" else r.prompt.dynamic for r in lm.requests] == ["begin", "one", "begin", "begin", "three"]
 
 
 def test_interrupted_run_keeps_finished_probes_and_resumes(tmp_path):
