@@ -9,6 +9,7 @@ goes away mid-run).
 
 from __future__ import annotations
 
+import csv
 import dataclasses
 import http.server
 import json
@@ -702,6 +703,10 @@ def test_an_endpoint_down_at_start_is_one_line_and_exit_3(tmp_path):
 
 #: Probes of single_time's reference runs (flare_direct's run the first one).
 LIMIT = "2"
+#: flare_direct as the reference runs it. Through the server every draft decodes its whole look-ahead
+#: with logprobs (the README, "Server vs in-process"), by far the costliest request of this module:
+#: 40 tokens still take the probe through drafts, two fired gates, masked queries and regenerations.
+FLARE = "flare_direct:max_tokens=40"
 #: (strategy, probe) answers that may differ between the server and the in-process backend: none.
 #: Both tokenize the whole prompt (the in-process backend reuses the static prefix's state only up
 #: to the last token the two tokenizations share), so they see the same tokens; what remains is
@@ -719,16 +724,14 @@ def llama_server(tmp_path_factory):
 
 @pytest.fixture(scope="module")
 def reference(llama_server, tmp_path_factory):
-    """single_time on the first LIMIT probes and flare_direct on the first one, through the server
-    and in-process: {"server"|"inprocess": ([single_time's run folder, flare_direct's], wall seconds)}.
-    flare_direct runs one probe: through the server it decodes every 64-token look-ahead in full (the
-    README, "Server vs in-process"), the costliest run of this module."""
+    """single_time on the first LIMIT probes and FLARE on the first one, through the server and
+    in-process: {"server"|"inprocess": ([single_time's run folder, FLARE's], wall seconds)}."""
     base = tmp_path_factory.mktemp("reference")
     runs = {}
     for name, lm_args in (("server", _server_args(llama_server)), ("inprocess", ["--lm", "llamacpp:smollm2"])):
         start = time.perf_counter()
         folders = []
-        for spec, limit in (("single_time", LIMIT), ("flare_direct", "1")):
+        for spec, limit in (("single_time", LIMIT), (FLARE, "1")):
             folders.append(base / name / spec)
             r = flarebench(
                 *lm_args, "--strategy", spec, "--limit", limit, "--report-dir", str(folders[-1]), env={KEY_ENV: SECRET}
@@ -815,8 +818,8 @@ def _check_faults(proxy: Proxy, args: list[str], run_dir: Path) -> None:
     assert errors[2].startswith("LMError: the LM server returned no logprobs although they were asked for")
     assert errors[3] is None and traces[3]["output"]
     with open(run_dir / "summary.csv") as f:
-        header, row = f.readline().strip().split(","), f.readline().strip().split(",")
-    assert row[header.index("errors")] == "3" and row[header.index("n")] == "4"
+        [row] = csv.DictReader(f)
+    assert row["errors"] == "3" and row["n"] == "4"
     assert proxy.auth == {f"Bearer {SECRET}"} and _files_holding(run_dir, SECRET) == []
 
 
@@ -869,8 +872,9 @@ def test_bad_responses_from_a_real_server_mid_run_are_per_probe_errors(llama_ser
     q = [p.question for p in phantom.probes]
     proxy = Proxy(llama_server, faults={q[0]: "malformed", q[1]: "empty", q[2]: "no_logprobs"})
     # theta 0: the fourth probe's drafts (logprobs asked, as for every flare_direct call) are kept,
-    # so its one sound answer costs no retrieval round trips through the server.
-    args = _server_args(proxy.endpoint.url, "--strategy", "flare_direct:theta=0")
+    # so its one sound answer costs no retrieval round trips through the server; 16 tokens: one
+    # draft, as the served look-ahead decodes in full with logprobs.
+    args = _server_args(proxy.endpoint.url, "--strategy", "flare_direct:theta=0,max_tokens=16")
     _check_faults(proxy, args, tmp_path / "run")
 
 
