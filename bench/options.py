@@ -164,6 +164,19 @@ RUN_OPTIONS: tuple[Option, ...] = (
         metavar="SPEC",
     ),
     Option(
+        "--retriever-timeout",
+        "seconds --retriever http:URL waits for one search before retrying (default: 300)",
+        type=float,
+        metavar="SECONDS",
+    ),
+    Option(
+        "--retriever-retries",
+        "retries of one --retriever http:URL search on a timeout, connection error, 408, 409, 429 or 5xx, with "
+        "exponential backoff; after them the run stops and can be resumed (default: 4)",
+        type=int,
+        metavar="N",
+    ),
+    Option(
         "--embed",
         "embedding model of --retriever dense or hybrid: openai:MODEL on an OpenAI-compatible /embeddings "
         "endpoint (see --embed-base-url); the corpus is embedded once and its vectors cached",

@@ -44,6 +44,8 @@ class BackendRecipe:
     lm_timeout: float | None = None
     lm_retries: int | None = None
     lm_threads: int | None = None
+    retriever_timeout: float | None = None
+    retriever_retries: int | None = None
     embed: str | None = None
     embed_base_url: str | None = None
     embed_api_key_env: str | None = None
@@ -68,7 +70,14 @@ class BackendRecipe:
         return backends
 
     def _finish(self, backends: Backends, progress: bool) -> None:
-        backends.retriever = make_retriever(self.retriever, list(self.corpus), self._embedder(), progress=progress)
+        backends.retriever = make_retriever(
+            self.retriever,
+            list(self.corpus),
+            self._embedder(),
+            progress=progress,
+            timeout=self.retriever_timeout,
+            retries=self.retriever_retries,
+        )
         if self.cache:
             from flarebench.bench.cache import CachedLM, CachedRetriever, DiskCache, default_dir
 

@@ -33,7 +33,7 @@ from flarebench.bench.runlock import LOCK, LockHeld, RunLock
 from flarebench.bench.runner import TRACES, TraceError, TraceLog, refusal, run_strategy
 from flarebench.probes.load import SHIPPED_DIR, ProbeError, load_probe_set
 from flarebench.strategies import plugins
-from flarebench.strategies.backends import lm_class
+from flarebench.strategies.backends import lm_class, only_for
 from flarebench.strategies.base import LONG_ANSWER_DEFAULTS
 from flarebench.strategies.lm import LMError, LMUnavailable
 from flarebench.strategies.records import Trace
@@ -74,6 +74,8 @@ class BenchSession:
     lm_api_key_env: str | None = None
     lm_timeout: float | None = None
     lm_retries: int | None = None
+    retriever_timeout: float | None = None
+    retriever_retries: int | None = None
     concurrency: int = 1  # probes at once; > 1 only for thread-safe backends
     # --executor ray: the probes go to Ray workers (bench/ray_executor.py); how they are executed
     # changes no answer, so it is recorded in run.json but is not part of the config.
@@ -240,6 +242,8 @@ class BenchSession:
             lm_api_key_env=self.lm_api_key_env,
             lm_timeout=self.lm_timeout,
             lm_retries=self.lm_retries,
+            retriever_timeout=self.retriever_timeout,
+            retriever_retries=self.retriever_retries,
             embed=self.embed,
             embed_base_url=self.embed_base_url,
             embed_api_key_env=self.embed_api_key_env,
@@ -258,7 +262,7 @@ class BenchSession:
                  "--threads-per-worker": self.threads_per_worker}  # fmt: skip
         if self.executor == "local":
             if given := [flag for flag, value in flags.items() if value is not None]:
-                raise ConfigError(f"{', '.join(given)} only apply to --executor ray")
+                raise ConfigError(only_for(given, "--executor ray"))
             return None
         for flag in ("--workers", "--threads-per-worker"):
             if flags[flag] is not None and flags[flag] < 1:

@@ -148,10 +148,8 @@ def make_lm(
             key = os.environ.get(api_key_env)
             if not key:
                 raise LMError(f"--lm-api-key-env {api_key_env}: the environment variable {api_key_env} is not set")
-        if timeout is not None and timeout <= 0:
-            raise LMError(f"--lm-timeout must be > 0 seconds, got {timeout:g}")
-        if max_retries is not None and max_retries < 0:
-            raise LMError(f"--lm-retries must be >= 0, got {max_retries}")
+        if why := _bad_limits("--lm", timeout, max_retries):
+            raise LMError(why)
         return cls(
             arg,
             base_url=base_url,
@@ -162,7 +160,7 @@ def make_lm(
         )
     given = [flag for flag, value in endpoint.items() if value is not None]
     if given:
-        raise LMError(f"{', '.join(given)} only apply to --lm openai:MODEL, not {spec}")
+        raise LMError(only_for(given, f"--lm openai:MODEL, not {spec}"))
     if kind != "llamacpp":  # a plugin's LM
         lm = cls(arg)
         lm.name = spec
@@ -171,10 +169,46 @@ def make_lm(
     return cls(path, name=spec) if threads is None else cls(path, name=spec, n_threads=threads)
 
 
-def make_retriever(spec: str, corpus: list[CorpusDoc], embedder=None, progress: bool = False) -> Retriever:
+def only_for(flags: list[str], where: str) -> str:
+    """The one line refusing ``flags`` given where they do not apply: "--a only applies to WHERE"."""
+    return f"{', '.join(flags)} only {'applies' if len(flags) == 1 else 'apply'} to {where}"
+
+
+def _bad_limits(prefix: str, timeout: float | None, retries: int | None) -> str | None:
+    """The one-line complaint about ``PREFIX-timeout`` or ``PREFIX-retries`` out of range, else None."""
+    if timeout is not None and timeout <= 0:
+        return f"{prefix}-timeout must be > 0 seconds, got {timeout:g}"
+    if retries is not None and retries < 0:
+        return f"{prefix}-retries must be >= 0, got {retries}"
+    return None
+
+
+def make_retriever(
+    spec: str,
+    corpus: list[CorpusDoc],
+    embedder=None,
+    progress: bool = False,
+    timeout: float | None = None,
+    retries: int | None = None,
+) -> Retriever:
     """``bm25s`` (embedded), ``pyserini`` (Lucene through Anserini, extra ``lucene``), or ``dense`` and
     ``hybrid`` (BM25 and dense fused) over ``embedder``'s vectors, over the probe set's corpus;
-    ``progress`` shows the corpus's embedding run."""
+    ``progress`` shows the corpus's embedding run. ``timeout`` and ``retries`` (else the shared
+    client's defaults) apply to ``http:URL`` only; a ValueError for any other spec."""
+    name = spec.partition(":")[0]
+    if name == "http":  # a search service of the user's own, holding its own index
+        from flarebench.strategies.http_retriever import HttpRetriever
+
+        if why := _bad_limits("--retriever", timeout, retries):
+            raise ValueError(why)
+        return HttpRetriever.from_spec(spec, corpus, timeout, retries)
+    given = [
+        flag
+        for flag, value in (("--retriever-timeout", timeout), ("--retriever-retries", retries))
+        if value is not None
+    ]
+    if given:
+        raise ValueError(only_for(given, f"--retriever http:URL, not {spec}"))
     if spec == "bm25s":
         from flarebench.strategies.bm25 import BM25Retriever
 
@@ -184,13 +218,8 @@ def make_retriever(spec: str, corpus: list[CorpusDoc], embedder=None, progress: 
         from flarebench.strategies.lucene import LuceneRetriever
 
         return LuceneRetriever(corpus)
-    name = spec.partition(":")[0]
     if name in RETRIEVER_PARAMS:
         return _embedded_retriever(spec, corpus, embedder, progress)
-    if name == "http":  # a search service of the user's own, holding its own index
-        from flarebench.strategies.http_retriever import HttpRetriever
-
-        return HttpRetriever.from_spec(spec, corpus)
     found = _plugin(_RETRIEVERS, plugins.RETRIEVERS, "retriever", Retriever, spec)
     if found is not None:
         return found(corpus)

@@ -14,7 +14,8 @@ and faithfulness reads the passages by id. An id that is not one of the corpus's
 error, so a service indexed under other ids fails loudly instead of scoring 0.
 
 Timeouts, retries and errors are those of ``--lm openai`` and the ``http`` strategy
-(:mod:`flarebench.strategies.http_client`): 300 s per request and 4 retries with backoff. A
+(:mod:`flarebench.strategies.http_client`): by default 300 s per request and 4 retries with
+backoff, set by ``--retriever-timeout`` and ``--retriever-retries``. A
 failed search (another 4xx, a reply that is not the list above) is that probe's error; a service
 still unreachable after the retries stops the run, resumable. Credentials and key-like query
 parameters of the URL (``?api_key=...``) are sent, and redacted in run.json and every message.
@@ -51,15 +52,23 @@ class HttpRetriever(Retriever):
         self._endpoint = JSONEndpoint(url, timeout, retries, what="the search service")
 
     @classmethod
-    def from_spec(cls, spec: str, corpus: Iterable[CorpusDoc]) -> HttpRetriever:
-        """The retriever of ``--retriever http:URL``; a ValueError naming the option for another URL."""
+    def from_spec(
+        cls, spec: str, corpus: Iterable[CorpusDoc], timeout: float | None = None, retries: int | None = None
+    ) -> HttpRetriever:
+        """The retriever of ``--retriever http:URL`` (``timeout`` and ``retries``: else the defaults);
+        a ValueError naming the option for another URL."""
         url = spec.partition(":")[2]
         if not is_http_url(url):
             raise ValueError(
                 "--retriever http:URL needs an http:// or https:// URL "
                 f"(http:http://HOST:PORT/PATH), got {redact_url(url)!r}"
             )
-        return cls(url, corpus)
+        return cls(
+            url,
+            corpus,
+            DEFAULT_TIMEOUT if timeout is None else timeout,
+            DEFAULT_MAX_RETRIES if retries is None else retries,
+        )
 
     def _search(self, query: str, k: int) -> list[Passage]:
         data = self._endpoint.post({"query": query, "k": k})

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import json
 import sys
+import time
 from dataclasses import dataclass, field
 
 import pytest
@@ -56,6 +57,7 @@ class Search:
 
     docs: list[dict] = field(default_factory=lambda: list(DOCS))
     replies: list[Reply] = field(default_factory=list)
+    delay: float = 0.0  # seconds before each reply
     ignore_k: bool = False
     drop_after: int | None = None
     requests: list[dict] = field(default_factory=list)
@@ -67,6 +69,7 @@ class Search:
         self.requests.append(body)
         self.paths.append(path)
         self.headers.append(headers)
+        time.sleep(self.delay)
         if self.drop_after is not None and len(self.requests) > self.drop_after:
             return None
         if self.replies:
@@ -131,6 +134,41 @@ def test_a_bad_spec_is_a_usage_error_in_one_line(scripted_lm, tmp_path):
     assert code == 2 and err.strip() == (
         "flarebench: --retriever http:URL needs an http:// or https:// URL (http:http://HOST:PORT/PATH), "
         "got 'localhost:8080'"
+    )
+
+
+def test_timeout_and_retries_are_checked_and_apply_to_http_only():
+    r = make_retriever("http:http://h/search", corpus=[], timeout=2.5, retries=0)
+    assert isinstance(r, HttpRetriever)
+    for kwargs, message in (
+        ({"timeout": 0}, "--retriever-timeout must be > 0 seconds, got 0"),
+        ({"retries": -1}, "--retriever-retries must be >= 0, got -1"),
+    ):
+        with pytest.raises(ValueError) as e:
+            make_retriever("http:http://h/search", corpus=[], **kwargs)
+        assert str(e.value) == message
+    with pytest.raises(ValueError) as e:
+        make_retriever("bm25s", corpus=[], timeout=5, retries=1)
+    assert str(e.value) == "--retriever-timeout, --retriever-retries only apply to --retriever http:URL, not bm25s"
+
+
+def test_the_options_reach_the_service_and_a_slow_one_stops_the_run_in_one_line(search, scripted_lm, tmp_path):
+    search.delay = 1.0
+    args = ("run", "--strategy", "single_time", "--retriever", f"http:{search.url}", "--limit", "2")
+    code, out, err = run_cli(
+        *args, "--retriever-timeout", "0.2", "--retriever-retries", "1", "--report-dir", str(tmp_path / "run")
+    )
+    assert code == 3, out + err
+    assert err.strip().splitlines()[-1] == (
+        f"flarebench: the search service at {search.url} did not answer within 0.2 s (2 attempts); "
+        "finished probes are kept; run the same command to resume"
+    )
+    assert len(search.requests) == 2
+    code, out, err = run_cli(
+        *args, "--retriever-retries", "2", "--report-dir", str(tmp_path / "bm25"), "--retriever", "bm25s"
+    )
+    assert (
+        code == 2 and err.strip() == "flarebench: --retriever-retries only applies to --retriever http:URL, not bm25s"
     )
 
 

@@ -464,7 +464,7 @@ def test_make_lm_reads_the_key_from_the_named_variable(scripted, monkeypatch):
     monkeypatch.delenv(KEY_ENV)
     with pytest.raises(LMError, match=f"--lm-api-key-env {KEY_ENV}: the environment variable {KEY_ENV} is not set"):
         make_lm("openai:scripted", base_url=scripted.endpoint.url, api_key_env=KEY_ENV)
-    with pytest.raises(LMError, match="--lm-base-url only apply to --lm openai:MODEL, not llamacpp:smollm2"):
+    with pytest.raises(LMError, match="--lm-base-url only applies to --lm openai:MODEL, not llamacpp:smollm2"):
         make_lm("llamacpp:smollm2", base_url=scripted.endpoint.url)
 
 
@@ -479,7 +479,7 @@ def test_concurrency_needs_a_thread_safe_backend():
         BenchSession(strategy=["no_retrieval"], limit=1, concurrency=2, progress=False)
     with pytest.raises(ConfigError, match="--concurrency must be >= 1"):
         BenchSession(strategy=["no_retrieval"], limit=1, concurrency=0, progress=False)
-    with pytest.raises(ConfigError, match="--lm-base-url only apply to --lm openai:MODEL"):
+    with pytest.raises(ConfigError, match="--lm-base-url only applies to --lm openai:MODEL"):
         BenchSession(strategy=["no_retrieval"], limit=1, lm_base_url="http://x/v1", progress=False)
     with pytest.raises(ConfigError, match="unknown LM spec 'foo:bar'"):
         BenchSession(strategy=["no_retrieval"], limit=1, lm="foo:bar", progress=False)
