@@ -307,16 +307,30 @@ def test_gate_plan_runs_the_reference_first_and_the_baselines_specs_by_default(t
 # --------------------------------------------------------------------------------------------
 
 
+class Clock:
+    """The runner's clock in these tests: it moves only when the oracle says a call took time, so
+    latencies and their ratios are exact (slept delays were stretched on a busy machine, and a 25%
+    latency bound then broke on tests that are not about latency)."""
+
+    def __init__(self):
+        self.now = 0.0
+
+    def perf_counter(self) -> float:
+        return self.now
+
+
 class OracleLM(ScriptedLM):
-    """Answers the probes in ``right`` correctly and the others wrongly, sleeping ``delay`` seconds
-    per call (``open_book_delay`` more when the prompt is not the closed-book one), so latencies
-    and their ratios are stable enough to gate."""
+    """Answers the probes in ``right`` correctly and the others wrongly, each call taking ``delay``
+    seconds of the runner's clock (``open_book_delay`` more when the prompt is not the closed-book
+    one); ``sleep`` seconds of real time too, for timers other than the runner's."""
 
     def __init__(self):
         super().__init__([""])
         self.right: set[str] = set()
         self.delay = 0.1
         self.open_book_delay = 0.0
+        self.sleep = 0.0
+        self.clock = Clock()
         from flarebench.probes.load import load_probe_set
 
         self.probes = load_probe_set("phantomwiki").probes
@@ -324,7 +338,8 @@ class OracleLM(ScriptedLM):
     def _complete(self, request):
         probe = next((p for p in self.probes if p.question in request.prompt.dynamic), None)
         answer = ", ".join(probe.answers) if probe and probe.id in self.right else "Nobody"
-        time.sleep(self.delay + (self.open_book_delay if request.prompt.static != CLOSED_BOOK.static else 0.0))
+        self.clock.now += self.delay + (self.open_book_delay if request.prompt.static != CLOSED_BOOK.static else 0.0)
+        time.sleep(self.sleep)
         self.script = [f" So the answer is {answer}."]
         return super()._complete(request)
 
@@ -334,6 +349,7 @@ def oracle(monkeypatch):
     lm = OracleLM()
     lm.right = {"pw-0001", "pw-0002"}
     monkeypatch.setattr("flarebench.bench.recipe.make_lm", lambda *args, **kwargs: lm)
+    monkeypatch.setattr("flarebench.bench.runner.time", lm.clock)
     return lm
 
 
@@ -516,6 +532,7 @@ def test_pytest_bench_saves_a_baseline_and_feeds_pytest_benchmark(pytester, tmp_
     # Under pytest-xdist (the inner loop's -n 2) pytest-benchmark sees this variable and turns
     # itself off in the inner run too; that run is no xdist worker.
     monkeypatch.delenv("PYTEST_XDIST_WORKER", raising=False)
+    oracle.sleep = 0.02  # pytest-benchmark times the probe on the real clock
     baseline = tmp_path / "b.json"
     bench_json = tmp_path / "bench.json"
     result = _pytest_bench(
@@ -530,7 +547,7 @@ def test_pytest_bench_saves_a_baseline_and_feeds_pytest_benchmark(pytester, tmp_
     benchmarks = {b["param"]: b for b in json.loads(bench_json.read_text())["benchmarks"]}
     assert set(benchmarks) == {"no_retrieval", "single_time"}
     st = benchmarks["single_time"]
-    assert st["group"] == "flarebench" and st["stats"]["rounds"] == 1 and st["stats"]["min"] >= 0.01
+    assert st["group"] == "flarebench" and st["stats"]["rounds"] == 1 and st["stats"]["min"] >= 0.02
     assert st["extra_info"]["timed_probe"] == "pw-0001" and st["extra_info"]["em"] == 1.0
     assert st["extra_info"]["latency_reference"] == "no_retrieval" and st["extra_info"]["latency_p95_ratio"] > 0
     # The timed probe is not a probe of the run: the traces hold each probe once.
