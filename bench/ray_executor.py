@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import logging
 import os
+import re
 import sys
 from collections import Counter, deque
 from collections.abc import Iterator
@@ -44,6 +45,9 @@ IN_FLIGHT = 2
 #: Variables the workers need from the driver's environment when set there (an endpoint's default
 #: URL and key, the BM25 index cache), besides the key variables the options name.
 PASSED_ENV = ("OPENAI_BASE_URL", "OPENAI_API_KEY", "FLAREBENCH_CACHE", "HF_HUB_OFFLINE")
+
+
+_COLOUR = re.compile(r"\x1b\[[0-9;]*m")  # the terminal colours of Ray's messages
 
 
 class RayRunError(LMUnavailable):
@@ -229,5 +233,10 @@ def _dispatch(ray, pairs, settings, recipe, defaults, log, warm, progress, done,
 
 
 def _first_line(e: BaseException) -> str:
-    lines = [line.strip() for line in str(e).splitlines() if line.strip()]
+    """What went wrong, in one plain line: Ray's first line, or for a worker whose backends could
+    not be built, the exception that stopped them (the last line of Ray's message: its first line
+    only says that the actor died)."""
+    lines = [line.strip() for line in _COLOUR.sub("", str(e)).splitlines() if line.strip()]
+    if getattr(e, "actor_init_failed", False) and lines:
+        return f"its backends could not be built: {lines[-1]}"
     return lines[0] if lines else type(e).__name__

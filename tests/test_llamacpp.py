@@ -120,17 +120,17 @@ def test_same_call_same_answer_whatever_ran_before(lm):
 
 def test_an_answer_begun_after_the_same_prompt_is_evaluated_afresh(lm, phantom, retriever):
     # Without begin_answer, the second call would continue from the first one's state (evaluating
-    # one token, where a fresh call evaluates the whole dynamic part in one batch): on some CPUs
-    # that changed logprobs by up to 0.9 for probe pw-0002's open-book prompt.
+    # one token, where a fresh call evaluates the whole dynamic part in one batch): on an AVX-512
+    # CPU that moved this prompt's logprobs by up to 0.94.
     from flarebench.strategies.prompts import OPEN_BOOK, STOP
 
-    for probe in phantom.probes[:2]:
-        prompt = OPEN_BOOK.build(probe.question, retriever.search(probe.question, 3)[0])
-        lm.begin_answer()
-        first = lm.generate(prompt, 48, stop=STOP, logprobs=True)
-        lm.begin_answer()
-        again = lm.generate(prompt, 48, stop=STOP, logprobs=True)
-        assert (again.text, again.logprobs) == (first.text, first.logprobs)
+    probe = phantom.probes[1]
+    prompt = OPEN_BOOK.build(probe.question, retriever.search(probe.question, 3)[0])
+    lm.begin_answer()
+    first = lm.generate(prompt, 48, stop=STOP, logprobs=True)
+    lm.begin_answer()
+    again = lm.generate(prompt, 48, stop=STOP, logprobs=True)
+    assert (again.text, again.logprobs) == (first.text, first.logprobs)
 
 
 def test_prompt_longer_than_context_is_a_clear_error(lm):

@@ -142,6 +142,46 @@ def test_a_killed_worker_loses_nothing_and_duplicates_nothing(cluster, tmp_path)
 
 
 @pytest.mark.slow
+def test_an_lm_unreachable_from_a_worker_stops_the_run_in_one_line_and_it_resumes(cluster, tmp_path):
+    address, pids, env = cluster
+    run_dir = tmp_path / "run"
+    cmd = _command(run_dir, "--executor", "ray", "--ray-address", address, "--workers", "2")
+    marker = pids / "unreachable"
+    marker.write_text("2")  # the LM server is gone when pw-0003 is asked
+    try:
+        stopped = subprocess.run(cmd, env=env, capture_output=True, text=True, timeout=300)
+    finally:
+        marker.unlink()
+    assert stopped.returncode == 3, stopped.stderr[-3000:]
+    assert stopped.stderr.strip().splitlines()[-1] == (
+        "flarebench: the test LM server is unreachable; finished probes are kept; run the same command to resume"
+    )
+    assert "Traceback" not in stopped.stderr and _status(run_dir) == "interrupted"
+    kept = _answers(run_dir)
+    assert all(probe != "pw-0003" for _, probe in kept)  # no error trace stands for the unreachable probe
+    again = subprocess.run(cmd, env=env, capture_output=True, text=True, timeout=300)  # the server is back
+    assert again.returncode == 0, again.stderr[-3000:]
+    answers = _answers(run_dir)  # each probe once: what finished was not run again
+    assert len(answers) == 6 and _status(run_dir) == "complete"
+    assert all(answers[pair] == trace for pair, trace in kept.items())
+
+
+@pytest.mark.slow
+def test_every_worker_lost_stops_the_run_in_one_line(cluster, tmp_path):
+    address, _, env = cluster
+    run_dir = tmp_path / "run"
+    cmd = _command(run_dir, "--executor", "ray", "--ray-address", address, "--workers", "2", delay="0/worker_fails")
+    stopped = subprocess.run(cmd, env=env, capture_output=True, text=True, timeout=300)
+    assert stopped.returncode == 3, stopped.stderr[-3000:]
+    assert stopped.stderr.strip().splitlines()[-1] == (
+        "flarebench: every Ray worker was lost (first: its backends could not be built: RuntimeError: this worker "
+        "cannot build its LM); finished probes are kept; run the same command to resume"
+    )
+    assert "Traceback" not in stopped.stderr and _status(run_dir) == "interrupted"
+    assert not (run_dir / "traces.jsonl").exists() or not _lines(run_dir)
+
+
+@pytest.mark.slow
 def test_ctrl_c_keeps_what_finished_and_the_same_command_resumes(cluster, tmp_path):
     env = cluster[2]
     run_dir = tmp_path / "run"
