@@ -87,18 +87,23 @@ def load_claims(path: str | Path = CLAIMS, split: str = "test") -> list[Labelled
         raise AgreementError(f"unknown split {split!r}; one of {', '.join(SPLITS)}")
     path = Path(path)
     try:
-        lines = path.read_text(encoding="utf-8").splitlines()
+        data = path.read_bytes()
     except OSError as e:
         raise AgreementError(f"{path}:0: (file): {e.strerror or e}") from None
     corpora: dict[Path, dict[str, str]] = {}
+    first: dict[str, int] = {}  # claim id -> its line, across both splits
     out = []
-    for n, line in enumerate(lines, 1):
-        if not line.strip():
-            continue
+    for n, raw in enumerate(data.split(b"\n"), 1):
 
         def bad(fieldname: str, problem: str, n: int = n) -> AgreementError:
             return AgreementError(f"{path}:{n}: {fieldname}: {problem}")
 
+        try:
+            line = raw.decode("utf-8")
+        except UnicodeDecodeError as e:
+            raise bad("(encoding)", f"not UTF-8 ({e.reason} at byte {e.start})") from None
+        if not line.strip():
+            continue
         try:
             rec = json.loads(line)
         except json.JSONDecodeError as e:
@@ -110,6 +115,11 @@ def load_claims(path: str | Path = CLAIMS, split: str = "test") -> list[Labelled
                 raise bad(name, f"missing or not a {kind.__name__}")
         if rec["split"] not in ("dev", "test"):
             raise bad("split", f"{rec['split']!r} is neither dev nor test")
+        if not all(isinstance(d, str) for d in rec["doc_ids"]):
+            raise bad("doc_ids", "expected a list of doc ids (strings)")
+        if rec["id"] in first:  # counted twice otherwise
+            raise bad("id", f"duplicate id {rec['id']!r} (first on line {first[rec['id']]})")
+        first[rec["id"]] = n
         if split != "all" and rec["split"] != split:
             continue
         folder = path.parent if rec["set"] == _OWN else SHIPPED_DIR / rec["set"]

@@ -43,7 +43,10 @@ class DiskCache:
 
     def __init__(self, folder: str | Path):
         self.folder = Path(folder)
-        self.folder.mkdir(parents=True, exist_ok=True)
+        try:  # checked before the run (bench/paths.py), but a place can still refuse (/proc as root)
+            self.folder.mkdir(parents=True, exist_ok=True)
+        except OSError as e:
+            raise ValueError(f"--cache {self.folder}: cannot be created ({e.strerror or e})") from None
         self.path = self.folder / CACHE_FILE
         self._lock = threading.Lock()
         # Autocommit: every entry is on disk as soon as it is written, so an interrupted run keeps it.

@@ -89,21 +89,29 @@ def parse_goal(text: str, objective: str | None, columns: Sequence[str], option:
         value = float(raw)
     except ValueError:
         raise CalibrationError(f"{option}: {raw!r} is not a number") from None
-    for name in (metric, objective):
+    for flag, name in ((option, metric), ("--objective", objective)):
         if name is not None and name not in columns:
-            raise CalibrationError(f"{option}: {name!r} is not a summary column (see docs/metrics.md)")
+            raise CalibrationError(f"{flag}: {name!r} is not a summary column (see docs/metrics.md)")
     if op == "=" and objective is not None:
         raise CalibrationError(f"--objective needs a budget ({metric}<={value:g}), not a target ({text})")
     return Goal(metric, op, value, None if op == "=" else objective or "f1")
 
 
+def check_split(dev_fraction: float, tolerance: float, n_probes: int | None) -> None:
+    """Refuse a dev share outside (0, 1), a negative or non-finite ``--budget-tolerance`` and fewer
+    than 2 probes (``None``: not known yet), before anything is loaded or written."""
+    if not 0.0 < dev_fraction < 1.0:
+        raise CalibrationError(f"--dev-fraction must be between 0 and 1, got {dev_fraction}")
+    if not 0.0 <= tolerance < math.inf:
+        raise CalibrationError(f"--budget-tolerance must be a number >= 0, got {tolerance}")
+    if n_probes is not None and n_probes < 2:
+        raise CalibrationError(f"calibration needs at least 2 probes (a dev and a test part), got {n_probes}")
+
+
 def split(ids: Sequence[str], dev_fraction: float, seed: int) -> tuple[list[str], list[str]]:
     """The probe ids shuffled with ``seed`` and cut into a dev part of ``dev_fraction`` (at least one
     probe, leaving at least one for test) and the test part, each in the given order."""
-    if not 0.0 < dev_fraction < 1.0:
-        raise CalibrationError(f"--dev-fraction must be between 0 and 1, got {dev_fraction}")
-    if len(ids) < 2:
-        raise CalibrationError(f"calibration needs at least 2 probes (a dev and a test part), got {len(ids)}")
+    check_split(dev_fraction, 0.0, len(ids))
     shuffled = list(ids)
     random.Random(seed).shuffle(shuffled)
     n_dev = min(len(ids) - 1, max(1, round(len(ids) * dev_fraction)))

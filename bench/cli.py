@@ -10,13 +10,13 @@ probes (see :mod:`flarebench.bench.scaffold`).
 from __future__ import annotations
 
 import argparse
-import json
 import os
 import shlex
 import sys
 from pathlib import Path
 
 from flarebench.bench.options import DEFAULTS_NOTE, DEV_FRACTION, PLUGIN, RUN_OPTIONS, TOLERANCE
+from flarebench.bench.paths import WriteError
 from flarebench.bench.runner import RESUME_HINT
 from flarebench.strategies.lm import LMUnavailable
 
@@ -28,13 +28,14 @@ class UserError(Exception):
 def _session(args: argparse.Namespace, study: dict | None):
     """The bench session of the run options, with what the LM endpoint offers said on stderr."""
     from flarebench.bench.session import BenchSession, ConfigError
+    from flarebench.bench.settings import locate
 
     try:
         session = BenchSession(
             **{o.dest: getattr(args, o.dest) for o in RUN_OPTIONS}, study=study, option_sources=args.option_sources
         )
-    except ConfigError as e:
-        raise UserError(str(e)) from None
+    except ConfigError as e:  # a value from the config file is named by its file, line and key
+        raise UserError(locate(str(e), args.option_sources or {})) from None
     if session.lm_capabilities:
         print(f"flarebench: {session.lm_capabilities}", file=sys.stderr)
     return session
@@ -133,7 +134,15 @@ def _calibrated(args: argparse.Namespace, plans: dict, goal, kind: str) -> int:
     report are the test part's (:mod:`flarebench.bench.calibrate`)."""
     from dataclasses import asdict
 
-    from flarebench.bench.calibrate import CalibrationError, calibrate, calibration_table, grid_specs, split, value_text
+    from flarebench.bench.calibrate import (
+        CalibrationError,
+        calibrate,
+        calibration_table,
+        check_split,
+        grid_specs,
+        split,
+        value_text,
+    )
     from flarebench.bench.report import format_table
 
     if args.gate or args.save_baseline:
@@ -141,6 +150,7 @@ def _calibrated(args: argparse.Namespace, plans: dict, goal, kind: str) -> int:
     if args.executor == "ray":  # its dev runs go through a cache of the run folder, in this process
         raise UserError(f"--executor ray runs run, compare and sweep; {kind} with a goal runs in this process")
     try:
+        check_split(args.dev_fraction, args.budget_tolerance, args.limit)  # before the run folder is opened
         grids = {spec: grid_specs(spec, knob) for spec, knob in plans.items() if knob is not None}
     except CalibrationError as e:
         raise UserError(str(e)) from None
@@ -203,10 +213,15 @@ def _calibrated(args: argparse.Namespace, plans: dict, goal, kind: str) -> int:
 def _sweep(args: argparse.Namespace) -> int:
     from flarebench.strategies.registry import SpecError, expand, with_param
 
+    if len(args.param) > 1:
+        raise UserError(f"--param is given {len(args.param)} times; a sweep varies one parameter")
+    args.param = args.param[0]
     key, eq, raw = args.param.partition("=")
-    values = [v.strip() for v in raw.split(",") if v.strip()]
-    if not eq or not key.strip() or not values:
+    values = [v.strip() for v in raw.split(",")]
+    if not eq or not key.strip() or not any(values):
         raise UserError(f"--param: expected NAME=V1,V2,..., got {args.param!r}")
+    if not all(values):
+        raise UserError(f"--param: an empty value in {args.param!r}")
     if len(set(values)) != len(values):
         raise UserError(f"--param: a value is given twice in {args.param!r}")
     if not args.strategy:
@@ -223,27 +238,33 @@ def _sweep(args: argparse.Namespace) -> int:
 
 def _rescore(args: argparse.Namespace):
     """Score RUN_DIR again from its traces: the probes the run selected (run.json) and each
-    (strategy, probe) once; returns (run_dir, run.json, traces, probe set, summary). Only reads
-    traces.jsonl, so it needs no lock and works while a run is writing the folder."""
-    from flarebench.bench.report import is_comparison, summary_frame, write_summary
+    (strategy, probe) once; returns (run_dir, run.json, traces, probe set, summary, the line saying
+    what was scored). It checks run.json, traces.jsonl and the options, and neither prints nor
+    writes: the command checks its own options too, then calls :func:`_publish`, so that a mistake
+    leaves the folder as it was. Only reads traces.jsonl, so it needs no lock and works while a run
+    is writing the folder."""
+    from flarebench.bench.report import is_comparison, summary_frame
     from flarebench.bench.runner import TRACES, TraceError, TraceLog
-    from flarebench.bench.session import RUN_JSON
+    from flarebench.bench.session import RUN_JSON, ConfigError, read_run_json
     from flarebench.probes.load import ProbeError, load_probe_set
 
     run_dir = Path(args.run_dir)
-    run_json = run_dir / RUN_JSON
+    run_json, traces_file = run_dir / RUN_JSON, run_dir / TRACES
     if run_dir.exists() and not run_dir.is_dir():
         raise UserError(f"{run_dir}: is a file, not a folder; RUN_DIR must be a run folder")
+    if not run_json.exists():
+        raise UserError(f"{run_json}: not found; RUN_DIR must be a run folder")
     try:
-        info = json.loads(run_json.read_text(encoding="utf-8"))
-        config = info["config"]
-        probes_cfg = config["probes"]
-    except FileNotFoundError:
-        raise UserError(f"{run_json}: not found; RUN_DIR must be a run folder") from None
-    except OSError as e:
-        raise UserError(f"{run_json}: cannot be read ({e.strerror or e})") from None
-    except (ValueError, KeyError, TypeError) as e:
-        raise UserError(f"{run_json}: not a flarebench run.json ({e})") from None
+        info = read_run_json(run_json)
+    except ConfigError as e:
+        raise UserError(str(e)) from None
+    _check_run_info(info, run_json)
+    if not traces_file.exists():  # scored as no probe, its empty summary would replace the run's
+        raise UserError(f"{traces_file}: not found; RUN_DIR must hold run.json and traces.jsonl")
+    config = info["config"]
+    probes_cfg = config["probes"]
+    price, reference = _scoring(args, info, run_json)
+    judge = _judge(args, info)
     try:
         probe_set = load_probe_set(probes_cfg["source"], probes_cfg.get("format", "auto"))
     except ProbeError as e:
@@ -255,27 +276,54 @@ def _rescore(args: argparse.Namespace):
             file=sys.stderr,
         )
     try:
-        traces = TraceLog(run_dir / TRACES, writer=False).read()
+        traces = TraceLog(traces_file, writer=False).read()
     except TraceError as e:
         raise UserError(str(e)) from None
     except OSError as e:
-        raise UserError(f"{run_dir / TRACES}: cannot be read ({e.strerror or e})") from None
+        raise UserError(f"{traces_file}: cannot be read ({e.strerror or e})") from None
     probes = _selection(info, probe_set, run_json)
     traces = [t for t in traces if t.probe_id in probes and t.strategy in config["strategies"]]
-    print(_scored_line(traces, len(probes)))
-    price, reference = _scoring(args, info, run_json)
-    faithfulness = _faithfulness(args, info, traces, probe_set)
     summary = summary_frame(
         traces,
         probes,
         order=list(config["strategies"]),
         price=price,
         reference=reference,
-        faithfulness=faithfulness,
+        faithfulness=_faithfulness(traces, probe_set, judge),
         oracle=is_comparison(info.get("study")),
     )
-    write_summary(run_dir, summary, config, info.get("study"))
-    return run_dir, info, traces, probe_set, summary
+    return run_dir, info, traces, probe_set, summary, _scored_line(traces, len(probes))
+
+
+def _check_run_info(info: dict, run_json: Path) -> None:
+    """Refuse, in one line naming the field, a run.json whose fields rescoring reads are not of the
+    kinds a run writes (bench/session.py): a file edited by hand or damaged. ``scoring.price`` is
+    checked field by field where it is read (:meth:`flarebench.bench.prices.Price.from_record`)."""
+    from flarebench.strategies.records import OBJECT, TEXT, check_fields
+
+    parts = ("probes", "lm", "retriever", "strategies")
+    try:
+        check_fields(info, {"scoring": OBJECT.or_null(), "study": OBJECT.or_null()})
+        config = check_fields(info["config"], dict.fromkeys(parts, OBJECT), "config", required=parts)
+        probe_fields = {"name": TEXT, "source": TEXT, "format": TEXT, "hash": TEXT}
+        check_fields(config["probes"], probe_fields, "config.probes", required=("name", "source", "hash"))
+        for part in ("lm", "retriever"):
+            check_fields(config[part], {"name": TEXT}, f"config.{part}", required=["name"])
+        if not config["strategies"]:
+            raise ValueError("config.strategies: expected the run's strategy specs, got an empty object")
+        scoring_fields = {"reference": TEXT.or_null(), "price": OBJECT.or_null(), "judge": OBJECT.or_null()}
+        scoring = check_fields(info.get("scoring") or {}, scoring_fields, "scoring")
+        check_fields(scoring.get("judge") or {}, {"spec": TEXT.or_null(), "base_url": TEXT.or_null()}, "scoring.judge")
+    except ValueError as e:
+        raise UserError(f"{run_json}: {e}") from None
+
+
+def _publish(run_dir: Path, info: dict, summary, line: str) -> None:
+    """Say what was scored and write the summary files, once every input and option is checked."""
+    from flarebench.bench.report import write_summary
+
+    print(line)
+    write_summary(run_dir, summary, info["config"], info.get("study"))
 
 
 def _selection(info: dict, probe_set, run_json: Path) -> dict:
@@ -312,21 +360,18 @@ def _scored_line(traces: list, selected: int) -> str:
 
 
 def _score(args: argparse.Namespace) -> int:
+    from flarebench.bench.breakdown import BreakdownError, breakdown
     from flarebench.bench.report import format_table, probe_rows, write_atomic
 
-    run_dir, info, traces, probe_set, summary = _rescore(args)
-    config = info["config"]
+    run_dir, info, traces, probe_set, summary, line = _rescore(args)
+    rows = probe_rows(traces, {p.id: p for p in probe_set.probes}) if args.by else None
+    try:  # every --by field is checked before anything is written
+        tables = {field: breakdown(rows, field, list(info["config"]["strategies"])) for field in args.by or []}
+    except BreakdownError as e:
+        raise UserError(str(e)) from None
+    _publish(run_dir, info, summary, line)
     print(format_table(summary))
-    rows = None
-    for field in args.by or []:
-        from flarebench.bench.breakdown import BreakdownError, breakdown
-
-        if rows is None:
-            rows = probe_rows(traces, {p.id: p for p in probe_set.probes})
-        try:
-            table = breakdown(rows, field, list(config["strategies"]))
-        except BreakdownError as e:
-            raise UserError(str(e)) from None
+    for field, table in tables.items():
         write_atomic(run_dir / f"breakdown_{field}.csv", table.to_csv(index=False, float_format="%.6g"))
         print(f"\nby {field} (breakdown_{field}.csv):\n{format_table(table)}")
     _triggers(run_dir, traces, probe_set, rows)
@@ -353,23 +398,35 @@ def _report(args: argparse.Namespace) -> int:
     from flarebench.bench.html import write_report
     from flarebench.bench.report import format_table
 
-    run_dir, info, traces, probe_set, summary = _rescore(args)
+    run_dir, info, traces, probe_set, summary, line = _rescore(args)
+    # The page first: when it cannot be written, the summary files are left as they were.
+    report = write_report(run_dir, summary, info, traces, probe_set)
+    _publish(run_dir, info, summary, line)
     print(format_table(summary, compact=True))
     _triggers(run_dir, traces, probe_set)
-    print(f"report: {write_report(run_dir, summary, info, traces, probe_set)}")
+    print(f"report: {report}")
     return 0
 
 
-def _faithfulness(args: argparse.Namespace, info: dict, traces: list, probe_set) -> dict:
-    """Faithfulness rows of the traces: with the judge given to `score`, else the judge the run
-    recorded (its key read again from the environment), else the offline method."""
-    from flarebench.bench.faithfulness import JudgeError, faithfulness_rows, parse_judge
+def _judge(args: argparse.Namespace, info: dict):
+    """The faithfulness judge to score with: the one given to `score`, else the judge the run
+    recorded (its key read again from the environment), else None (the offline method)."""
+    from flarebench.bench.faithfulness import JudgeError, parse_judge
 
-    recorded = ((info.get("scoring") or {}) if isinstance(info.get("scoring"), dict) else {}).get("judge") or {}
+    recorded = (info.get("scoring") or {}).get("judge") or {}
     spec = args.judge or recorded.get("spec")
     base_url = args.judge_base_url or (recorded.get("base_url") if not args.judge else None)
     try:
-        judge = parse_judge(spec, base_url)
+        return parse_judge(spec, base_url)
+    except JudgeError as e:
+        raise UserError(f"faithfulness: {e}") from None
+
+
+def _faithfulness(traces: list, probe_set, judge) -> dict:
+    """Faithfulness rows of the traces, judged by ``judge`` (:func:`_judge`)."""
+    from flarebench.bench.faithfulness import JudgeError, faithfulness_rows
+
+    try:
         return faithfulness_rows(traces, probe_set.docs_by_id, judge)
     except (JudgeError, KeyError) as e:
         raise UserError(f"faithfulness: {e}") from None
@@ -381,21 +438,28 @@ def _scoring(args: argparse.Namespace, info: dict, run_json: Path):
     from flarebench.bench.paths import PathError, check_input_file
     from flarebench.bench.prices import Price, PriceError, price_for
     from flarebench.bench.uncertainty import DEFAULT_REFERENCE
+    from flarebench.strategies.registry import SpecError, parse_spec
 
-    recorded = info.get("scoring") if isinstance(info.get("scoring"), dict) else None
+    if args.reference:  # one the run lacks is said in the summary; one that is no strategy is a typo
+        try:
+            parse_spec(args.reference)
+        except SpecError as e:
+            raise UserError(f"--reference: {e}") from None
+    recorded = info.get("scoring")
     reference = args.reference or (recorded or {}).get("reference") or DEFAULT_REFERENCE
-    model = info["config"].get("lm", {}).get("name", "")
+    model = info["config"]["lm"]["name"]
     try:
         if args.prices:
             check_input_file("--prices", args.prices)
             return price_for(model, args.prices), reference
         if recorded is not None:
-            return (Price.from_record(recorded["price"]) if recorded.get("price") else None), reference
+            price = recorded.get("price")
+            return (Price.from_record(price, "scoring.price") if price else None), reference
         return price_for(model), reference
     except (PriceError, PathError) as e:
         raise UserError(str(e)) from None
-    except (TypeError, KeyError) as e:
-        raise UserError(f"{run_json}: scoring.price: not a price record ({e})") from None
+    except ValueError as e:  # a recorded price that is not a price record
+        raise UserError(f"{run_json}: {e}") from None
 
 
 def _agreement(args: argparse.Namespace) -> int:
@@ -407,6 +471,8 @@ def _agreement(args: argparse.Namespace) -> int:
     from flarebench.bench.faithfulness import LEXICAL_METHOD, JudgeError, parse_judge
     from flarebench.bench.report import format_table
 
+    if args.limit is not None and args.limit < 1:  # as a run's --limit (bench/session.py)
+        raise UserError(f"--limit must be >= 1, got {args.limit}")
     try:
         claims = agreement.load_claims(args.claims or agreement.CLAIMS, args.split)
         judge = parse_judge(args.judge, args.judge_base_url)
@@ -545,10 +611,10 @@ def build_parser() -> argparse.ArgumentParser:
         "compare",
         _compare,
         "run several strategies on one probe set into one comparison report",
-        "Run two or more strategies (repeat --strategy; default: all six) on one probe set and write one "
-        "report: one table with paired-bootstrap deltas against --reference, before/after adoption tables "
-        "against it (adoption.md), plots of quality against cost and p95 latency with the Pareto front, "
-        "latency distributions and a trace viewer. The options are those of `run`. "
+        "Run two or more strategies (repeat --strategy; default: every built-in strategy) on one probe set "
+        "and write one report: one table with paired-bootstrap deltas against --reference, before/after "
+        "adoption tables against it (adoption.md), plots of quality against cost and p95 latency with the "
+        "Pareto front, latency distributions and a trace viewer. The options are those of `run`. "
         "It also runs the bounds never (no_retrieval) and always (flare_direct:theta=1, retrieval on every "
         "sentence) unless --strategy holds them, and adds an oracle row (per probe the best answer of the "
         "strategies): headroom_captured, helped and harmed say what each strategy gains.",
@@ -598,6 +664,7 @@ def build_parser() -> argparse.ArgumentParser:
     sweep.add_argument(
         "--param",
         required=True,
+        action="append",  # given twice is refused, not the first silently dropped
         metavar="NAME=V1,V2,...",
         help="the strategy parameter to sweep and its values (comma-separated)",
     )
@@ -703,7 +770,7 @@ def main(argv: list[str] | None = None) -> int:
         code = args.func(args)
         sys.stdout.flush()  # inside the try: a reader gone away (`| head`) surfaces here, not at exit
         return code
-    except UserError as e:
+    except (UserError, WriteError) as e:  # a result that cannot be written is left as it was
         print(f"flarebench: {e}", file=sys.stderr)
         return 2
     except KeyboardInterrupt:

@@ -218,6 +218,8 @@ def parse_judge(spec: str | None, base_url: str | None = None, env: Mapping[str,
     ``$JUDGE_JSON_MODE`` (``json``, the default, or ``json_schema``) sets :attr:`Judge.json_mode`.
     """
     if not spec:
+        if base_url:
+            raise JudgeError("--judge-base-url only applies to --judge openai:MODEL")
         return None
     env = os.environ if env is None else env
     kind, _, model = spec.partition(":")

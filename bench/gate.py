@@ -357,6 +357,16 @@ def load_baseline(path: str | Path) -> Baseline:
     ref = data.get("reference", {"spec": DEFAULT_REFERENCE})
     if not isinstance(ref, dict) or not isinstance(ref.get("spec"), str) or not ref["spec"]:
         raise bad("reference", 'expected {"spec": SPEC, ...}')
+    for key in RATIO_METRICS.values():
+        if ref.get(key) is not None and _number(ref[key]) is None:
+            raise bad(f"reference.{key}", f"not a number: {ref[key]!r}")
+    from flarebench.strategies.registry import SpecError, parse_spec
+
+    for where, spec in [("reference.spec", ref["spec"]), *((f"metrics.{s}", s) for s in data["metrics"])]:
+        try:  # a spec that names no strategy (or a plugin's not loaded) is the file's mistake
+            parse_spec(spec)
+        except SpecError as e:
+            raise bad(where, str(e)) from None
     metrics: dict[str, dict[str, float | None]] = {}
     if not data["metrics"]:
         raise bad("metrics", "holds no strategy")
@@ -562,10 +572,13 @@ class Gating:
         if broken:
             return f"baseline not saved: {', '.join(broken)} broke the gate"
         doc = self.baseline_document(summary)
-        self.save_to.parent.mkdir(parents=True, exist_ok=True)
         from flarebench.bench.report import write_atomic
 
-        write_atomic(self.save_to, json.dumps(doc, indent=2) + "\n")
+        try:  # checked before the run, but a place can still refuse (a full disk, /proc as root)
+            self.save_to.parent.mkdir(parents=True, exist_ok=True)
+            write_atomic(self.save_to, json.dumps(doc, indent=2) + "\n")
+        except OSError as e:
+            return f"baseline not saved: {self.save_to} cannot be written ({e.strerror or e})"
         return f"baseline saved: {self.save_to} ({', '.join(self.wanted)})"
 
 

@@ -70,7 +70,7 @@ RUN_OPTIONS: tuple[Option, ...] = (
     Option(
         "--strategy",
         "strategy spec: NAME or NAME:key=value,...; repeat for several; 'all' = every "
-        "registered strategy with default parameters (default: all)",
+        "built-in strategy with default parameters (not http; a plugin's only when named) (default: all)",
         repeatable=True,
         metavar="SPEC",
     ),

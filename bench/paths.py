@@ -13,6 +13,11 @@ class PathError(ValueError):
     """A path option that cannot serve: one line naming the option, the path and what is wrong."""
 
 
+class WriteError(OSError):
+    """A file that cannot be written (a folder in its place, a full disk): one line naming the path
+    and why, shown as a usage error (flarebench.bench.report.write_atomic)."""
+
+
 def _first_existing(path: Path) -> Path:
     """The path itself or its nearest ancestor that exists (``Path.exists`` is False below a file)."""
     path = Path(os.path.abspath(path))

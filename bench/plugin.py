@@ -142,7 +142,12 @@ def bench_session(request: pytest.FixtureRequest):
         with uncaptured, _stop_if_lm_unreachable():
             session = BenchSession(**opts, option_sources=request.config.stash[_SOURCES])
     except ConfigError as e:
-        pytest.exit(f"flarebench: {e}", returncode=2)
+        # A bad option or file found once the session starts is a usage error, as one found earlier;
+        # a value from the config file is named by its file, line and key.
+        from flarebench.bench.settings import locate
+
+        message = locate(str(e), request.config.stash[_SOURCES])
+        pytest.exit(f"flarebench: {message}", returncode=pytest.ExitCode.USAGE_ERROR)
     request.config.stash[_SESSION] = session
     # From here the session holds the run folder's lock: every way out (an error, Ctrl-C, the end
     # of the pytest session, which tears this fixture down even when interrupted) closes it.

@@ -15,6 +15,8 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
 
+from flarebench.strategies.records import FLAG, NUMBER, TEXT, check_fields
+
 #: The table shipped with flarebench (edit it, or pass your own with --prices).
 SHIPPED = Path(__file__).with_name("prices.toml")
 
@@ -60,8 +62,21 @@ class Price:
         return asdict(self)
 
     @classmethod
-    def from_record(cls, d: dict[str, Any]) -> Price:
+    def from_record(cls, d: Any, where: str = "price") -> Price:
+        """A Price from what run.json recorded (:meth:`record`); ValueError names a field that is
+        missing or not of its kind by its path (``where``: the record's own, e.g. ``scoring.price``)."""
+        check_fields(d, _RECORD_FIELDS, where, required=("model", "prompt_per_1m", "completion_per_1m"))
         return cls(**{k: d[k] for k in cls.__dataclass_fields__ if k in d})
+
+
+#: The kinds of the fields of a recorded Price (:meth:`Price.record`).
+_RECORD_FIELDS = {
+    "model": TEXT,
+    **dict.fromkeys(_FIELDS, NUMBER),
+    "local": FLAG,
+    "matched": TEXT,
+    "source": TEXT,
+}
 
 
 def _number(value: Any, where: str) -> float:

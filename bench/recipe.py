@@ -8,7 +8,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from flarebench.strategies import plugins
-from flarebench.strategies.backends import RETRIEVER_PARAMS, make_lm, make_retriever, retriever_params
+from flarebench.strategies.backends import RETRIEVER_PARAMS, check_retriever, make_lm, make_retriever, retriever_params
 from flarebench.strategies.lm import LM
 from flarebench.strategies.retriever import CorpusDoc, Retriever
 
@@ -60,6 +60,7 @@ class BackendRecipe:
         LMError in one line; an unreachable endpoint raises LMUnavailable. ``progress`` shows the
         corpus's embedding run."""
         plugins.load_all(self.plugins)
+        self.check()
         lm = make_lm(self.lm, self.lm_base_url, self.lm_api_key_env, self.lm_timeout, self.lm_retries, self.lm_threads)
         backends = Backends(lm, None, capabilities=getattr(lm, "capabilities_line", lambda: None)())
         try:
@@ -68,6 +69,14 @@ class BackendRecipe:
             backends.close()
             raise
         return backends
+
+    def check(self) -> None:
+        """The retriever and reranking options, refused in one line (a ValueError) before an LM
+        endpoint is asked anything or a model is loaded."""
+        from flarebench.strategies.rerank import check_rerank
+
+        check_retriever(self.retriever, self.retriever_timeout, self.retriever_retries)
+        check_rerank(self.rerank, self.rerank_depth)
 
     def _finish(self, backends: Backends, progress: bool) -> None:
         backends.retriever = make_retriever(
@@ -114,16 +123,14 @@ class BackendRecipe:
 
     def _reranked(self, inner: Retriever, lm: LM) -> Retriever:
         """``inner`` behind the --rerank reranker, probed (an endpoint's /rerank) before the run."""
-        from flarebench.strategies.rerank import DEPTH, RERANK_SPECS, EndpointReranker, LMReranker, RerankedRetriever
+        from flarebench.strategies.rerank import DEPTH, EndpointReranker, LMReranker, RerankedRetriever
 
         depth = DEPTH if self.rerank_depth is None else self.rerank_depth
         if self.rerank == "lm":
             reranker = LMReranker(lm)
-        elif self.rerank.startswith("openai:") and self.rerank != "openai:":
+        else:  # openai:MODEL (check() refused any other spec)
             from flarebench.strategies.embeddings import endpoint_key
 
             key = endpoint_key(self.embed_api_key_env)
             reranker = EndpointReranker(self.rerank.partition(":")[2], self.embed_base_url, key)
-        else:
-            raise ValueError(f"unknown --rerank spec {self.rerank!r}; known: {RERANK_SPECS}")
         return RerankedRetriever(inner, reranker, depth)

@@ -13,6 +13,7 @@ from tabulate import tabulate
 from flarebench.bench.adoption import ADOPTION_MD, adoption, markdown
 from flarebench.bench.calibrate import CALIBRATION_CSV, calibration_note, calibration_table, missed_lines
 from flarebench.bench.metrics import COLUMN_DOCS, SUMMARY_COLUMNS, probe_row, summarize
+from flarebench.bench.paths import WriteError
 from flarebench.strategies.records import Trace
 
 SUMMARY_CSV = "summary.csv"
@@ -22,12 +23,20 @@ os.umask(_UMASK)  # read once at import: os.umask can only be read by setting it
 
 
 def write_atomic(path: Path, text: str) -> None:
-    """Write ``text`` to ``path`` through a temporary file, so a reader never sees half a file."""
-    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.")
-    with os.fdopen(fd, "w", encoding="utf-8") as f:
-        f.write(text)
-    os.chmod(tmp, 0o666 & ~_UMASK)  # mkstemp makes the file 0600; give it the usual permissions
-    os.replace(tmp, path)
+    """Write ``text`` to ``path`` through a temporary file, so a reader never sees half a file.
+    When that fails (a folder in its place, a full disk), ``path`` is left as it was, the temporary
+    file is removed, and WriteError names the path."""
+    tmp = None
+    try:
+        fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.")
+        with os.fdopen(fd, "w", encoding="utf-8") as f:
+            f.write(text)
+        os.chmod(tmp, 0o666 & ~_UMASK)  # mkstemp makes the file 0600; give it the usual permissions
+        os.replace(tmp, path)
+    except OSError as e:
+        if tmp is not None:
+            Path(tmp).unlink(missing_ok=True)
+        raise WriteError(f"{path}: cannot be written ({e.strerror or e})") from None
 
 
 def probe_rows(traces: list[Trace], probes: dict) -> pd.DataFrame:

@@ -96,7 +96,10 @@ class RunLock:
                 note = f"took over {self.path}: its owner (pid {owner['pid']}) is no longer running"
             # Two processes taking over the same stale lock at the same instant could both win;
             # that needs two starts within microseconds on a folder whose writer died.
-            self.path.unlink(missing_ok=True)
+            try:
+                self.path.unlink(missing_ok=True)
+            except OSError as e:  # no lock file but a folder by its name: not ours to remove
+                raise LockHeld(f"{self.path}: could not take the lock ({e.strerror or e})") from None
         raise LockHeld(f"{self.path}: could not take the lock (another process keeps taking it)")
 
     def _create(self, record: str) -> bool:

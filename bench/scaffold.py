@@ -3,16 +3,19 @@
 The files come from ``templates/init`` (one file each, as they will be written): ``bench/`` with a
 test module that hands collection to flarebench, an example probe set with a README, two CI jobs
 to copy (GitHub Actions, GitLab CI), and ``flarebench.toml`` with the run options' defaults.
-Nothing that exists is overwritten: an existing file is kept and named.
+Nothing that exists is overwritten: an existing file is kept and named. Every path is checked
+before the first is written, and a write that fails all the same takes back what this init wrote,
+so a failed init leaves the folder as it was.
 """
 
 from __future__ import annotations
 
+import contextlib
 from dataclasses import dataclass, field
 from pathlib import Path
 
 from flarebench.bench import version
-from flarebench.bench.paths import check_folder
+from flarebench.bench.paths import PathError, check_folder, check_output_file
 from flarebench.bench.settings import CONFIG_FILE, PYPROJECT, has_table
 
 TEMPLATES = Path(__file__).resolve().parent / "templates" / "init"
@@ -37,23 +40,41 @@ def _requirement() -> str:
 def init(target: Path) -> Scaffold:
     """Write the template files under ``target`` (created if needed), keeping any that exist. A
     ``pyproject.toml`` there with a ``[tool.flarebench]`` table already holds the defaults, so no
-    ``flarebench.toml`` is added beside it."""
-    check_folder("flarebench init", target)
+    ``flarebench.toml`` is added beside it. :class:`PathError` names the first path in the way (a
+    file where a folder goes, a folder where a file goes, a place that cannot be written), and
+    nothing is written then."""
+    flag = "flarebench init"
+    check_folder(flag, target)
     done = Scaffold()
     pyproject = target / PYPROJECT
     defaults_in_pyproject = has_table(pyproject)
+    todo: list[tuple[Path, Path]] = []  # (template, destination) of the files to write
     for source in sorted(p for p in TEMPLATES.rglob("*") if p.is_file()):
         dest = target / str(source.relative_to(TEMPLATES)).removesuffix(_SUFFIX)
         if dest.name == CONFIG_FILE and defaults_in_pyproject:
             done.kept.append(pyproject)
-            continue
-        if dest.exists():
+        elif dest.is_file():
             done.kept.append(dest)
-            continue
-        text = source.read_text(encoding="utf-8")
-        text = text.replace("@FLAREBENCH_VERSION@", version()).replace("@FLAREBENCH_REQUIREMENT@", _requirement())
-        dest.parent.mkdir(parents=True, exist_ok=True)
-        with dest.open("x", encoding="utf-8") as f:  # "x": never replace a file made meanwhile
-            f.write(text)
-        done.created.append(dest)
+        else:
+            check_output_file(flag, dest)
+            todo.append((source, dest))
+    made: list[Path] = []  # the folders and files this init made, newest last
+    try:
+        for source, dest in todo:
+            text = source.read_text(encoding="utf-8")
+            text = text.replace("@FLAREBENCH_VERSION@", version()).replace("@FLAREBENCH_REQUIREMENT@", _requirement())
+            made += reversed([p for p in (dest.parent, *dest.parent.parents) if not p.exists()])
+            dest.parent.mkdir(parents=True, exist_ok=True)
+            with dest.open("x", encoding="utf-8") as f:  # "x": never replace a file made meanwhile
+                made.append(dest)
+                f.write(text)
+            done.created.append(dest)
+    except OSError as e:
+        for path in reversed(made):
+            with contextlib.suppress(OSError):
+                if path.is_dir():
+                    path.rmdir()
+                else:
+                    path.unlink()
+        raise PathError(f"{flag} {target}: cannot write {e.filename or dest} ({e.strerror or e})") from None
     return done

@@ -36,7 +36,7 @@ from flarebench.strategies import plugins
 from flarebench.strategies.backends import lm_class, only_for
 from flarebench.strategies.base import LONG_ANSWER_DEFAULTS
 from flarebench.strategies.lm import LMError, LMUnavailable
-from flarebench.strategies.records import Trace
+from flarebench.strategies.records import OBJECT, Trace, check_fields
 from flarebench.strategies.registry import expand, parse_spec
 
 RUN_JSON = "run.json"
@@ -168,6 +168,10 @@ class BenchSession:
             self.strategies = {spec: parse_spec(spec, defaults) for spec in self.specs}
         except SpecError as e:
             raise ConfigError(str(e)) from None
+        try:  # a reference the run lacks is said in its summary; one that is no strategy is a typo
+            parse_spec(self.reference)
+        except SpecError as e:
+            raise ConfigError(f"--reference: {e}") from None
         # A bad price file fails before anything heavy is loaded; the LM's name picks the price below.
         from flarebench.bench.prices import PriceError, load_table
 
@@ -329,7 +333,10 @@ class BenchSession:
             run_dir = Path("reports") / f"{stamp}-{self.config_hash}"
         if not self.overwrite:
             self._refuse_foreign_folder(run_dir)
-        run_dir.mkdir(parents=True, exist_ok=True)
+        try:  # checked before anything loaded, but a place can still refuse (/proc as root)
+            run_dir.mkdir(parents=True, exist_ok=True)
+        except OSError as e:
+            raise ConfigError(f"--report-dir {run_dir}: cannot be created ({e.strerror or e})") from None
         self._lock = RunLock(run_dir)
         try:
             note = self._lock.acquire()
@@ -349,11 +356,11 @@ class BenchSession:
             _clear(run_dir)
         if run_json.exists():
             try:
-                old = json.loads(run_json.read_text(encoding="utf-8"))["config"]
-            except (ValueError, KeyError, TypeError) as e:
-                raise ConfigError(
-                    f"{run_json}: not a flarebench run.json ({e}); use --overwrite to replace it"
-                ) from None
+                old = read_run_json(run_json)["config"]
+            except ConfigError as e:
+                if not self.overwrite:
+                    raise ConfigError(f"{e}; use --overwrite to replace it") from None
+                old = None  # unreadable: replaced below, as the run of another configuration is
             diff = first_difference(old, self.config)
             if diff and not self.overwrite:
                 raise ConfigError(
@@ -364,14 +371,19 @@ class BenchSession:
                 _clear(run_dir)
         elif self.overwrite:
             _clear(run_dir)
-        self.log = TraceLog(run_dir / TRACES)
         try:
+            self.log = TraceLog(run_dir / TRACES)
             self.log.read()
-        except TraceError as e:
-            # A damaged line would be scored as nothing or resumed around: fixed by hand, or the
-            # run is started again.
+        except (TraceError, OSError) as e:
+            # A damaged line would be scored as nothing or resumed around, and a file that cannot be
+            # read (a folder by that name) cannot be resumed: fixed by hand, or the run is started again.
             if not self.overwrite:
-                raise ConfigError(f"{e}; fix or delete that line, or use --overwrite to start the run again") from None
+                what = (
+                    f"{e}; fix or delete that line"
+                    if isinstance(e, TraceError)
+                    else f"{run_dir / TRACES}: cannot be read ({e.strerror or e}); fix or delete it"
+                )
+                raise ConfigError(f"{what}, or use --overwrite to start the run again") from None
             _clear(run_dir)
             self.log = TraceLog(run_dir / TRACES)
         self._write_run_json(run_dir, status="running")
@@ -588,6 +600,22 @@ class BenchSession:
         finally:
             if getattr(self, "_lock", None) is not None:
                 self._lock.release()
+
+
+def read_run_json(path: Path) -> dict[str, Any]:
+    """A run folder's run.json: a JSON object holding the run's ``config`` object. Anything else,
+    or a file that cannot be read, is a ConfigError naming the file and what is wrong in it
+    (``RUN_DIR/run.json: config: missing``)."""
+    try:
+        info = json.loads(path.read_text(encoding="utf-8"))
+    except OSError as e:
+        raise ConfigError(f"{path}: cannot be read ({e.strerror or e})") from None
+    except ValueError as e:
+        raise ConfigError(f"{path}: not a flarebench run.json ({e})") from None
+    try:
+        return check_fields(info, {"config": OBJECT}, required=["config"])
+    except ValueError as e:
+        raise ConfigError(f"{path}: {e}") from None
 
 
 def _clear(run_dir: Path) -> None:

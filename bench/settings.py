@@ -5,7 +5,7 @@ before ``pyproject.toml`` in the same folder).
 Keys are the long option names without ``--`` (``probes``, ``lm-base-url``, ``strategy``,
 ``tolerance``, ``gate``, ``report-dir``, ``cache`` ...), with TOML values of the option's type: a
 list of strings (or one string) for the repeatable ``strategy`` and ``tolerance``, ``true``/``false``
-for switches, and ``cache = true`` for the default cache folder. Relative paths are relative to the
+for switches, and ``cache = true`` for the default cache folder (``false``: none). Relative paths are relative to the
 file's folder, so the same file works from any subfolder. A value given on the command line wins
 over the file, which wins over the built-in default; run.json records where each value came from.
 """
@@ -54,8 +54,17 @@ def find(start: Path) -> Path | None:
 
 
 def has_table(pyproject: Path) -> bool:
-    """True when ``pyproject`` is a file holding a ``[tool.flarebench]`` table."""
-    return pyproject.is_file() and re.search(r"^\s*\[tool\.flarebench\]", _text(pyproject), re.M) is not None
+    """True when ``pyproject`` is a file holding a ``tool.flarebench`` key, however TOML spells it
+    (``[tool.flarebench]``, ``[ tool."flarebench" ]``, dotted keys under ``[tool]``, an inline
+    table), or a file that is not valid TOML but names flarebench (:func:`load` then says why)."""
+    if not pyproject.is_file():
+        return False
+    text = _text(pyproject)
+    try:
+        tool = tomllib.loads(text).get("tool")
+    except tomllib.TOMLDecodeError:
+        return "flarebench" in text
+    return isinstance(tool, dict) and "flarebench" in tool
 
 
 def load(start: Path | None = None) -> Settings:
@@ -99,7 +108,7 @@ def resolve(
         else:
             values[opt.dest] = (defaults or {}).get(opt.dest, False if opt.is_switch else opt.default)
             source = DEFAULT
-        if values[opt.dest] not in (None, False):
+        if values[opt.dest] is not None and values[opt.dest] is not False:  # a 0 was given: listed
             sources[opt.dest] = source
     return values, sources
 
@@ -110,8 +119,10 @@ def _value(opt: Option, raw: Any, base: Path, where: str) -> Any:
         if not isinstance(raw, bool):
             raise SettingsError(f"{where}: expected true or false, got {raw!r}")
         return raw
-    if opt.dest == "cache" and raw is True:
-        return opt.const
+    if opt.dest == "cache" and isinstance(raw, bool):
+        return opt.const if raw else None  # true: the default folder; false: no cache
+    if raw == "" or (isinstance(raw, list) and "" in raw):
+        raise SettingsError(f"{where}: must not be empty")
     if opt.repeatable:
         items = [raw] if isinstance(raw, str) else raw
         if not isinstance(items, list) or not items or not all(isinstance(i, str) for i in items):
@@ -128,11 +139,29 @@ def _value(opt: Option, raw: Any, base: Path, where: str) -> Any:
 
 
 def _line_of(text: str, key: str) -> int | str:
-    """The line number where ``key`` is assigned (for error messages), or '?'."""
+    """The line number where ``key`` is assigned (``key =``, a dotted ``flarebench.key =``) or opens
+    a table (``[tool.flarebench.key]``), for error messages; '?' when not found."""
+    name = rf"[\"']?{re.escape(key)}[\"']?"
+    assigned = re.compile(rf"(?:^|[{{,])\s*(?:[\w\"'-]+\s*\.\s*)*{name}\s*=")  # also in an inline table
+    table = re.compile(rf"\s*\[+\s*(?:[^\]]*\.)?\s*{name}\s*\]")
     for number, line in enumerate(text.splitlines(), 1):
-        if re.match(rf"\s*[\"']?{re.escape(key)}[\"']?\s*=", line):
+        if assigned.search(line) or table.match(line):
             return number
     return "?"
+
+
+def locate(message: str, sources: dict[str, str]) -> str:
+    """``message`` about an option (it opens with the flag: ``--limit must be >= 1, got -3``)
+    prefixed with the config file, line and key the value came from, when it came from one."""
+    flag = re.match(r"--([a-z][a-z0-9-]*)", message)
+    if not flag:
+        return message
+    opt = next((o for o in RUN_OPTIONS if o.flag == flag.group()), None)
+    source = sources.get(opt.dest) if opt else None
+    if source is None or source in (COMMAND_LINE, DEFAULT):
+        return message
+    path = Path(source)
+    return f"{path}:{_line_of(_text(path), flag.group(1))}: {flag.group(1)}: {message}"
 
 
 def _text(path: Path) -> str:

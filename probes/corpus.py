@@ -33,6 +33,7 @@ import llama_cpp
 from langchain_text_splitters import RecursiveCharacterTextSplitter
 from tqdm import tqdm
 
+from flarebench.bench import paths
 from flarebench.strategies.backends import smollm2_path
 
 from .documents import FORMATS, DocumentError, SourceDocument, read_document
@@ -133,12 +134,14 @@ class Built:
 
 
 def _files(folder: Path, exclude: set[Path]) -> tuple[list[str], list[str]]:
-    """(readable files, skipped files) under folder, relative, ``/``-separated, sorted; hidden files
-    and folders (``.git``) are passed over."""
+    """(files to read, skipped files) under folder, relative, ``/``-separated, sorted; hidden files
+    and folders (``.git``) are passed over. A link to nothing is a file to read, so that the build
+    stops on it as on any file it cannot read."""
     found, skipped = [], []
     for path in sorted(folder.rglob("*")):
         rel = path.relative_to(folder)
-        if any(part.startswith(".") for part in rel.parts) or not path.is_file() or path.resolve() in exclude:
+        wanted = path.is_file() or (path.is_symlink() and not path.exists())
+        if any(part.startswith(".") for part in rel.parts) or not wanted or path.resolve() in exclude:
             continue
         (found if path.suffix.lower() in FORMATS else skipped).append(rel.as_posix())
     return sorted(found), sorted(skipped)
@@ -241,8 +244,8 @@ def _write(out: Path, files: dict[str, str]) -> None:
     """Write the set into a temporary folder beside out, check it, then put it in out's place."""
     partial = out.with_name(f".{out.name}.partial-{os.getpid()}")
     shutil.rmtree(partial, ignore_errors=True)
-    partial.mkdir(parents=True)
     try:
+        partial.mkdir(parents=True)
         for name, text in files.items():
             (partial / name).write_bytes(text.encode("utf-8"))
         if problems := check_folder(partial, require_readme=True).problems:
@@ -254,6 +257,8 @@ def _write(out: Path, files: dict[str, str]) -> None:
             shutil.rmtree(old)
         else:
             partial.rename(out)
+    except OSError as e:  # a place _check_out could not foresee (root may write where nothing can be made)
+        raise CorpusError([f"--out {out}: cannot be written ({e.strerror or e})"]) from None
     finally:
         shutil.rmtree(partial, ignore_errors=True)
 
@@ -265,6 +270,10 @@ def _check_out(folder: Path, out: Path, overwrite: bool) -> None:
         raise CorpusError([f"{out}:0: (out): not empty; pass --overwrite to replace it"])
     if out.resolve().is_relative_to(folder.resolve()):
         raise CorpusError([f"{out}:0: (out): inside the source folder {folder}; a rebuild would read the set"])
+    try:  # before the documents are read: a place that cannot be written fails at once
+        paths.check_folder("--out", out)
+    except paths.PathError as e:
+        raise CorpusError([str(e)]) from None
 
 
 def build(

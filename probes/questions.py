@@ -88,6 +88,8 @@ def _question(n: int, obj: dict, path: str, problems: list[str]) -> Question | N
         problems.append(f"{where}: answer: missing (give answer, or answers as a list)")
     key = "answers" if "answers" in obj else "answer"
     answers = _strings(obj[key], where, key, problems) if key in obj else None
+    if answers == []:  # an empty list of strings: a probe no answer can match
+        problems.append(f"{where}: {key}: must not be empty")
     gold = _strings(obj["gold"], where, "gold", problems) if "gold" in obj else []
     qid = obj.get("id", f"q{n}")
     if not isinstance(qid, str | int) or isinstance(qid, bool) or not str(qid).strip():

@@ -8,6 +8,7 @@ Besides the built-ins, ``--lm NAME:ARG`` and ``--retriever NAME`` reach a plugin
 from __future__ import annotations
 
 import importlib.util
+import math
 import os
 from collections.abc import Callable
 from pathlib import Path
@@ -176,8 +177,8 @@ def only_for(flags: list[str], where: str) -> str:
 
 def _bad_limits(prefix: str, timeout: float | None, retries: int | None) -> str | None:
     """The one-line complaint about ``PREFIX-timeout`` or ``PREFIX-retries`` out of range, else None."""
-    if timeout is not None and timeout <= 0:
-        return f"{prefix}-timeout must be > 0 seconds, got {timeout:g}"
+    if timeout is not None and not 0 < timeout < math.inf:  # nan and inf too: no client can wait them
+        return f"{prefix}-timeout must be a finite number > 0 seconds, got {timeout:g}"
     if retries is not None and retries < 0:
         return f"{prefix}-retries must be >= 0, got {retries}"
     return None
@@ -195,20 +196,12 @@ def make_retriever(
     ``hybrid`` (BM25 and dense fused) over ``embedder``'s vectors, over the probe set's corpus;
     ``progress`` shows the corpus's embedding run. ``timeout`` and ``retries`` (else the shared
     client's defaults) apply to ``http:URL`` only; a ValueError for any other spec."""
+    check_retriever(spec, timeout, retries)
     name = spec.partition(":")[0]
     if name == "http":  # a search service of the user's own, holding its own index
         from flarebench.strategies.http_retriever import HttpRetriever
 
-        if why := _bad_limits("--retriever", timeout, retries):
-            raise ValueError(why)
         return HttpRetriever.from_spec(spec, corpus, timeout, retries)
-    given = [
-        flag
-        for flag, value in (("--retriever-timeout", timeout), ("--retriever-retries", retries))
-        if value is not None
-    ]
-    if given:
-        raise ValueError(only_for(given, f"--retriever http:URL, not {spec}"))
     if spec == "bm25s":
         from flarebench.strategies.bm25 import BM25Retriever
 
@@ -220,11 +213,33 @@ def make_retriever(
         return LuceneRetriever(corpus)
     if name in RETRIEVER_PARAMS:
         return _embedded_retriever(spec, corpus, embedder, progress)
-    found = _plugin(_RETRIEVERS, plugins.RETRIEVERS, "retriever", Retriever, spec)
-    if found is not None:
-        return found(corpus)
-    known = ", ".join([RETRIEVER_SPECS, *sorted({*_RETRIEVERS, *plugins.entry_point_names(plugins.RETRIEVERS)})])
-    raise ValueError(f"unknown retriever spec {spec!r}; known: {known}")
+    return _plugin(_RETRIEVERS, plugins.RETRIEVERS, "retriever", Retriever, spec)(corpus)
+
+
+def check_retriever(spec: str, timeout: float | None = None, retries: int | None = None) -> None:
+    """Refuse, building nothing, a spec that names no retriever, a bad ``dense``/``hybrid``
+    parameter, and ``--retriever-timeout``/``--retriever-retries`` out of range or given for a
+    retriever other than ``http:URL`` (a ValueError, one line)."""
+    name = spec.partition(":")[0]
+    if name == "http":
+        if why := _bad_limits("--retriever", timeout, retries):
+            raise ValueError(why)
+        return
+    given = [
+        flag
+        for flag, value in (("--retriever-timeout", timeout), ("--retriever-retries", retries))
+        if value is not None
+    ]
+    if given:
+        raise ValueError(only_for(given, f"--retriever http:URL, not {spec}"))
+    if name in RETRIEVER_PARAMS:
+        retriever_params(spec)
+    elif (
+        spec not in ("bm25s", "pyserini")
+        and _plugin(_RETRIEVERS, plugins.RETRIEVERS, "retriever", Retriever, spec) is None
+    ):
+        known = ", ".join([RETRIEVER_SPECS, *sorted({*_RETRIEVERS, *plugins.entry_point_names(plugins.RETRIEVERS)})])
+        raise ValueError(f"unknown retriever spec {spec!r}; known: {known}")
 
 
 def retriever_params(spec: str) -> dict[str, float | int]:

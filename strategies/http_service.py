@@ -28,6 +28,7 @@ resumes it).
 
 from __future__ import annotations
 
+import math
 import urllib.parse
 from dataclasses import dataclass
 from typing import Any
@@ -70,8 +71,8 @@ class HTTPService(Strategy):
         parts = urllib.parse.urlsplit(self.url)
         if parts.username is not None or parts.password is not None:
             raise ValueError("url holds credentials, which run.json and every trace would record; remove them")
-        if self.timeout <= 0:
-            raise ValueError(f"timeout must be > 0 seconds, got {self.timeout}")
+        if not 0 < self.timeout < math.inf:
+            raise ValueError(f"timeout must be a finite number > 0 seconds, got {self.timeout}")
         if self.retries < 0:
             raise ValueError(f"retries must be >= 0, got {self.retries}")
 

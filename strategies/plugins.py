@@ -39,12 +39,15 @@ class PluginError(ValueError):
 
 def add(table: dict[str, Any], origins: dict[str, str], kind: str, name: str, obj: Any) -> None:
     """Register ``obj`` as the ``kind`` called ``name`` in ``table``, recording where it came from;
-    the same name from two places is an error naming both."""
-    where = f"{obj.__module__}.{obj.__qualname__}"
-    if source := _loading.get():
-        where = f"{where} (plugin {source})"
+    a name taken already is an error naming who took it (``load`` adds the plugin that asked)."""
+    if obj.__module__.startswith("flarebench."):
+        where = "built in"
+    elif source := _loading.get():
+        where = f"by plugin {source}"
+    else:
+        where = f"by {obj.__module__}.{obj.__qualname__}"
     if name in table and table[name] is not obj:
-        raise PluginError(f"{kind} {name!r} is registered twice: by {origins[name]} and by {where}")
+        raise PluginError(f"{kind} {name!r} is already registered ({origins[name]})")
     table[name], origins[name] = obj, where
 
 
@@ -58,7 +61,8 @@ def _from(source: str) -> Iterator[None]:
 
 
 def load(ref: str) -> None:
-    """Import the plugin ``ref`` (``--plugin``): a module name, or a path ending in ``.py``."""
+    """Import the plugin ``ref`` (``--plugin``): a module name, or a path ending in ``.py``. Any
+    failure, a name it cannot register included, is one PluginError line naming it."""
     if ref in _loaded:
         return
     try:
@@ -67,13 +71,20 @@ def load(ref: str) -> None:
                 _import_file(Path(ref))
             else:
                 importlib.import_module(ref)
-    except PluginError:
-        raise
     except ModuleNotFoundError as e:
         raise PluginError(f"--plugin {ref}: no module named {e.name!r}") from None
-    except Exception as e:  # the plugin's own import failed: one line, naming it
-        raise PluginError(f"--plugin {ref}: {type(e).__name__}: {e}") from None
+    except (Exception, SystemExit) as e:  # the plugin's own import failed: one line, naming it
+        raise PluginError(f"--plugin {ref}: {_failure(e)}") from None
     _loaded.add(ref)
+
+
+def _failure(e: BaseException) -> str:
+    """What went wrong while a plugin was imported, in words."""
+    if isinstance(e, PluginError):  # said by flarebench already (a name it cannot register)
+        return str(e)
+    if isinstance(e, SystemExit):  # its exit status would pass for one of flarebench's own
+        return f"exited while being imported (SystemExit {e.code})"
+    return f"{type(e).__name__}: {e}"
 
 
 def load_all(refs: Iterable[str] | None) -> None:
@@ -84,7 +95,7 @@ def load_all(refs: Iterable[str] | None) -> None:
 
 def _import_file(path: Path) -> None:
     if not path.is_file():
-        raise PluginError(f"--plugin {path}: no such file")
+        raise PluginError("is a folder, not a file" if path.is_dir() else "no such file")
     name = f"flarebench_plugin_{path.stem}"
     spec = importlib.util.spec_from_file_location(name, path)
     module = importlib.util.module_from_spec(spec)
@@ -105,8 +116,8 @@ def entry_point(group: str, name: str) -> Any | None:
     try:
         with _from(f"{ep.dist.name if ep.dist else ep.value}, entry point {name}"):
             return ep.load()
-    except Exception as e:  # the plugin's own import failed: one line, naming it
-        raise PluginError(f"{group} entry point {name} = {ep.value}: {type(e).__name__}: {e}") from None
+    except (Exception, SystemExit) as e:  # the plugin's own import failed: one line, naming it
+        raise PluginError(f"{group} entry point {name} = {ep.value}: {_failure(e)}") from None
 
 
 def entry_point_names(group: str) -> list[str]:

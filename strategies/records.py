@@ -6,7 +6,8 @@ Everything the metrics and reports need is in these records, so they can be reco
 
 from __future__ import annotations
 
-from dataclasses import asdict, dataclass, field
+from collections.abc import Callable, Iterable
+from dataclasses import MISSING, asdict, dataclass, field, fields
 from typing import Any
 
 
@@ -217,25 +218,150 @@ class Trace:
 
     @classmethod
     def from_dict(cls, d: dict[str, Any]) -> Trace:
-        steps = [
-            Step(
-                text=s["text"],
-                lm_calls=[call_from_dict(c) for c in s["lm_calls"]],
-                retrievals=[retrieval_from_dict(r) for r in s["retrievals"]],
-                gate=s.get("gate"),
-            )
-            for s in d.get("steps", [])
-        ]
-        service = ServiceReport(**d["service"]) if d.get("service") is not None else None
+        """A Trace from its dict (a line of traces.jsonl), every field checked (:func:`checked`)."""
+        checked(d, cls)
+        steps = [step_from_dict(s, f"steps[{i}]") for i, s in enumerate(d.get("steps", []))]
+        service = d.get("service")
+        if service is not None:
+            service = ServiceReport(**checked(service, ServiceReport, "service"))
         return cls(**{**d, "steps": steps, "service": service})
 
 
-def retrieval_from_dict(d: dict[str, Any]) -> Retrieval:
+def step_from_dict(d: dict[str, Any], where: str = "") -> Step:
+    """A Step from its dict (in a trace line), its calls and retrievals typed again."""
+    checked(d, Step, where)
+    if d.get("gate") is not None:
+        check_fields(d["gate"], GATE_FIELDS, _at(where, "gate"))
+    return Step(
+        text=d["text"],
+        lm_calls=[call_from_dict(c, _at(where, f"lm_calls[{i}]")) for i, c in enumerate(d.get("lm_calls", []))],
+        retrievals=[
+            retrieval_from_dict(r, _at(where, f"retrievals[{i}]")) for i, r in enumerate(d.get("retrievals", []))
+        ],
+        gate=d.get("gate"),
+    )
+
+
+def retrieval_from_dict(d: dict[str, Any], where: str = "") -> Retrieval:
     """A Retrieval from its dict (a trace line), its rerank calls typed again."""
-    return Retrieval(**{**d, "lm_calls": [call_from_dict(c) for c in d.get("lm_calls", [])]})
+    checked(d, Retrieval, where)
+    calls = [call_from_dict(c, _at(where, f"lm_calls[{i}]")) for i, c in enumerate(d.get("lm_calls", []))]
+    return Retrieval(**{**d, "lm_calls": calls})
 
 
-def call_from_dict(d: dict[str, Any]) -> LMCall:
+def call_from_dict(d: dict[str, Any], where: str = "") -> LMCall:
     """An LMCall from its dict (a trace line or a cache entry), its tool calls typed again."""
+    checked(d, LMCall, where)
     calls = d.get("tool_calls")
-    return LMCall(**{**d, "tool_calls": None if calls is None else [ToolCall(**c) for c in calls]})
+    if calls is not None:
+        calls = [ToolCall(**checked(c, ToolCall, _at(where, f"tool_calls[{i}]"))) for i, c in enumerate(calls)]
+    return LMCall(**{**d, "tool_calls": calls})
+
+
+# -- reading records back from JSON -------------------------------------------------------------
+#
+# A trace line is read back into these records once (bench/runner.py TraceLog), and every scorer,
+# table and page trusts their types: a field of the wrong type is refused here, naming it, rather
+# than failing later with a traceback in whichever consumer meets it first.
+
+
+def shown(value: Any) -> str:
+    """A JSON value as a one-line error names it: a list or an object by its kind, anything else
+    as written (cut short)."""
+    if isinstance(value, list | tuple):
+        return "a list"
+    if isinstance(value, dict):
+        return "an object"
+    text = "null" if value is None else str(value).lower() if isinstance(value, bool) else repr(value)
+    return text if len(text) <= 40 else f"{text[:37]}..."
+
+
+@dataclass(frozen=True)
+class Kind:
+    """What a field read back from JSON must hold: ``name`` says it in an error, ``check`` tells."""
+
+    name: str
+    check: Callable[[Any], bool]
+
+    def or_null(self) -> Kind:
+        """This kind, or null."""
+        return Kind(f"{self.name} or null", lambda v: v is None or self.check(v))
+
+
+def _is_number(value: Any) -> bool:
+    return isinstance(value, int | float) and not isinstance(value, bool)
+
+
+def _is_list(value: Any) -> bool:
+    return isinstance(value, list | tuple)  # a record's own dict (to_dict, not JSON) may hold tuples
+
+
+def _is_alternatives(value: Any) -> bool:
+    return _is_list(value) and all(
+        _is_list(pair) and len(pair) == 2 and isinstance(pair[0], str) and _is_number(pair[1]) for pair in value
+    )
+
+
+TEXT = Kind("a string", lambda v: isinstance(v, str))
+NUMBER = Kind("a number", _is_number)
+FLAG = Kind("true or false", lambda v: isinstance(v, bool))
+LIST = Kind("a list", _is_list)
+OBJECT = Kind("an object", lambda v: isinstance(v, dict))
+TEXTS = Kind("a list of strings", lambda v: _is_list(v) and all(isinstance(x, str) for x in v))
+NUMBERS = Kind("a list of numbers", lambda v: _is_list(v) and all(_is_number(x) for x in v))
+COUNTS = Kind("an object of numbers", lambda v: isinstance(v, dict) and all(_is_number(x) for x in v.values()))
+TOP_LOGPROBS = Kind(
+    "a list of [token, logprob] lists per token", lambda v: _is_list(v) and all(map(_is_alternatives, v))
+)
+
+#: The kind of every field of each record as a trace line holds it (a list of records is checked
+#: record by record as it is read).
+FIELDS: dict[type, dict[str, Kind]] = {
+    Trace: {
+        "question": TEXT, "output": TEXT, "answer": TEXT.or_null(), "stop_reason": TEXT, "steps": LIST,
+        "probe_id": TEXT, "strategy": TEXT, "seconds": NUMBER, "error": TEXT.or_null(), "service": OBJECT.or_null(),
+    },
+    Step: {"text": TEXT, "lm_calls": LIST, "retrievals": LIST, "gate": OBJECT.or_null()},
+    LMCall: {
+        "purpose": TEXT, "prompt_tokens": NUMBER, "evaluated_tokens": NUMBER, "completion_tokens": NUMBER,
+        "text": TEXT, "finish_reason": TEXT, "seconds": NUMBER, "tokens": TEXTS, "logprobs": NUMBERS.or_null(),
+        "cached": FLAG, "top_logprobs": TOP_LOGPROBS.or_null(), "entropies": NUMBERS.or_null(),
+        "tool_calls": LIST.or_null(),
+    },
+    Retrieval: {
+        "query": TEXT, "reason": TEXT, "doc_ids": TEXTS, "seconds": NUMBER.or_null(), "cached": FLAG,
+        "detail": OBJECT, "lm_calls": LIST,
+    },
+    ToolCall: {"id": TEXT, "name": TEXT, "arguments": OBJECT.or_null(), "raw": TEXT, "ok": FLAG},
+    ServiceReport: {"stated_answer": FLAG, "listed_retrievals": FLAG, "usage": COUNTS.or_null()},
+}  # fmt: skip
+#: The fields of a step's ``gate`` record that the gate columns read (a trigger may record more).
+GATE_FIELDS = {"trigger": TEXT.or_null(), "score": NUMBER.or_null(), "threshold": NUMBER.or_null()}
+
+
+def _at(where: str, name: str) -> str:
+    return f"{where}.{name}" if where else name
+
+
+def check_fields(d: Any, kinds: dict[str, Kind], where: str = "", required: Iterable[str] = ()) -> dict[str, Any]:
+    """``d`` when it is a JSON object that holds every field of ``required``, each field of ``kinds``
+    it holds being of that kind; else ValueError naming the field by its path (``where`` is the
+    path of ``d``): ``steps[0].lm_calls[1].seconds: expected a number, got 'x'``. Fields not in
+    ``kinds`` are not looked at."""
+    if not isinstance(d, dict):
+        raise ValueError(f"{f'{where}: ' if where else ''}expected an object, got {shown(d)}")
+    for name in required:
+        if name not in d:
+            raise ValueError(f"{_at(where, name)}: missing")
+    for name, kind in kinds.items():
+        if name in d and not kind.check(d[name]):
+            raise ValueError(f"{_at(where, name)}: expected {kind.name}, got {shown(d[name])}")
+    return d
+
+
+def checked(d: Any, record: type, where: str = "") -> dict[str, Any]:
+    """``d`` when it can be read back into ``record`` (:func:`check_fields` with the kinds of
+    :data:`FIELDS`; the fields without a default are required). Fields the record does not have
+    are left to its constructor to refuse."""
+    required = [f.name for f in fields(record) if f.default is MISSING and f.default_factory is MISSING]
+    return check_fields(d, FIELDS[record], where, required)

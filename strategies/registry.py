@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import dataclasses
 import importlib
+import re
 import types
 import typing
 from collections.abc import Callable
@@ -20,7 +21,11 @@ import flarebench.strategies.plugins as plugins
 from flarebench.strategies.base import Strategy
 
 _REGISTRY: dict[str, type[Strategy]] = {}
-_ORIGINS: dict[str, str] = {}  # name -> where it was registered from, for the "registered twice" error
+_ORIGINS: dict[str, str] = {}  # name -> where it was registered from, for the "already registered" error
+
+
+#: A strategy name: a spec splits at ``:``, ``,`` and ``=`` and strips spaces (``all`` is taken too).
+_NAME = re.compile(r"[^\s:,=]+")
 
 
 class SpecError(ValueError):
@@ -28,9 +33,24 @@ class SpecError(ValueError):
 
 
 def register(name: str) -> Callable[[type[Strategy]], type[Strategy]]:
-    """Class decorator: make a Strategy available under ``name``."""
+    """Class decorator: make a Strategy available under ``name``. The class must be a dataclass
+    subclass of Strategy, and the name one a spec can spell that nothing has taken, a built-in
+    included: :class:`~flarebench.strategies.plugins.PluginError` otherwise, when the class is
+    defined, so every command that loads a plugin says it the same way."""
 
     def deco(cls: type[Strategy]) -> type[Strategy]:
+        if not isinstance(name, str) or not _NAME.fullmatch(name) or name == "all":
+            raise plugins.PluginError(
+                f"strategy {name!r}: not a usable name (not empty, without spaces, ':', ',' or '='; not 'all')"
+            )
+        if not dataclasses.is_dataclass(cls):
+            raise plugins.PluginError(
+                f"strategy {name!r}: {cls.__qualname__} must be a dataclass (its fields are the strategy's parameters)"
+            )
+        if not (isinstance(cls, type) and issubclass(cls, Strategy)):
+            raise plugins.PluginError(f"strategy {name!r}: {cls.__qualname__} must be a subclass of Strategy")
+        if not cls.__module__.startswith(f"{__package__}."):
+            _load_builtin()  # first, so that a plugin taking a built-in's name is refused whatever the command
         plugins.add(_REGISTRY, _ORIGINS, "strategy", name, cls)
         cls.name = name
         return cls
@@ -52,11 +72,11 @@ def get(name: str) -> type[Strategy]:
     if name not in _REGISTRY:
         try:
             found = plugins.entry_point(plugins.STRATEGIES, name)
+            if isinstance(found, type) and issubclass(found, Strategy) and name not in _REGISTRY:
+                register(name)(found)
         except plugins.PluginError as e:
             raise SpecError(str(e)) from None
-        if isinstance(found, type) and issubclass(found, Strategy) and name not in _REGISTRY:
-            register(name)(found)
-        elif name not in _REGISTRY and found is not None:
+        if name not in _REGISTRY and found is not None:
             raise SpecError(f"entry point {plugins.STRATEGIES}:{name} names {found!r}, not a Strategy subclass")
     try:
         return _REGISTRY[name]

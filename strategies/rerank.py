@@ -127,6 +127,19 @@ class EndpointReranker:
         return {"name": self.name, "base_url": self.base_url}
 
 
+def check_rerank(spec: str | None, depth: int | None) -> None:
+    """Refuse, building nothing, an unknown ``--rerank`` spec, a ``--rerank-depth`` below 1, and a
+    ``--rerank-depth`` without ``--rerank`` (a ValueError, one line)."""
+    if spec is None:
+        if depth is not None:
+            raise ValueError("--rerank-depth only applies to --rerank SPEC")
+        return
+    if spec != "lm" and not (spec.startswith("openai:") and spec != "openai:"):
+        raise ValueError(f"unknown --rerank spec {spec!r}; known: {RERANK_SPECS}")
+    if depth is not None and depth < 1:
+        raise ValueError(f"--rerank-depth must be >= 1, got {depth}")
+
+
 class RerankedRetriever(Retriever):
     """``inner``'s top ``depth`` passages for a query, reordered by ``reranker``, best k kept."""
 

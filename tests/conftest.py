@@ -4,6 +4,8 @@ once per test session, with flarebench's cache kept in a temporary folder."""
 from __future__ import annotations
 
 import os
+import shutil
+from pathlib import Path
 
 import pytest
 
@@ -52,6 +54,28 @@ def scripted_lm(monkeypatch):
     lm = ProbeAwareLM()
     monkeypatch.setattr("flarebench.bench.recipe.make_lm", lambda *args, **kwargs: lm)
     return lm
+
+
+@pytest.fixture(scope="session")
+def _scripted_run_dir(tmp_path_factory):
+    """A finished run folder made once per session with the scripted LM (copied by :func:`scripted_run`)."""
+    from tests.scripted import ProbeAwareLM, run_cli
+
+    run_dir = tmp_path_factory.mktemp("scripted-run") / "run"
+    lm = ProbeAwareLM()
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setattr("flarebench.bench.recipe.make_lm", lambda *args, **kwargs: lm)
+        code, out, err = run_cli("run", "--strategy", "no_retrieval", "--limit", "3", "--report-dir", str(run_dir))
+    assert code == 0, out + err
+    return run_dir
+
+
+@pytest.fixture
+def scripted_run(_scripted_run_dir, tmp_path):
+    """This test's copy of a finished run folder (run.json, traces.jsonl, the summary files and
+    report.html) of no_retrieval on the first 3 phantomwiki probes, answered by
+    :class:`tests.scripted.ProbeAwareLM`: a run folder to damage or rescore without a model."""
+    return Path(shutil.copytree(_scripted_run_dir, tmp_path / "run"))
 
 
 @pytest.fixture

@@ -100,6 +100,7 @@ def test_a_claims_file_of_ones_own_with_its_own_corpus(tmp_path, capsys):
         (json.dumps(GOOD | {"split": "train"}), ":1: split: 'train' is neither dev nor test"),
         (json.dumps(GOOD | {"doc_ids": ["nope"]}), ":1: doc_ids: not in"),
         (json.dumps(GOOD | {"set": "no-such-set"}), ":1: set: no corpus for 'no-such-set'"),
+        (json.dumps(GOOD | {"doc_ids": [5]}), ":1: doc_ids: expected a list of doc ids (strings)"),
     ],
 )
 def test_a_bad_claims_file_is_one_line_naming_file_line_and_field(tmp_path, capsys, record, where):
@@ -117,6 +118,18 @@ def test_an_empty_selection_and_a_missing_file_are_user_errors(tmp_path, capsys)
     assert "no labelled claim in the dev split" in capsys.readouterr().err
     assert main(["agreement", "--claims", str(tmp_path / "gone.jsonl")]) == 2
     assert "gone.jsonl:0: (file):" in capsys.readouterr().err
+
+
+def test_bad_bytes_a_repeated_id_and_a_limit_below_one_are_one_line(tmp_path, capsys):
+    path = _write(tmp_path, [json.dumps(GOOD), json.dumps(GOOD | {"claim": "Port 80 is shut."})])
+    assert main(["agreement", "--claims", str(path)]) == 2
+    assert capsys.readouterr().err == f"flarebench: {path}:2: id: duplicate id 'x1' (first on line 1)\n"
+    path.write_bytes(json.dumps(GOOD).encode() + b"\n\xff\n")
+    assert main(["agreement", "--claims", str(path)]) == 2
+    assert capsys.readouterr().err == f"flarebench: {path}:2: (encoding): not UTF-8 (invalid start byte at byte 0)\n"
+    for limit in ("0", "-1"):
+        assert main(["agreement", "--limit", limit]) == 2
+        assert capsys.readouterr().err == f"flarebench: --limit must be >= 1, got {limit}\n"
 
 
 @pytest.mark.slow

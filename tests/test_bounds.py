@@ -180,6 +180,17 @@ def test_the_gate_and_the_baseline_ignore_the_oracle_row(tmp_path):
     assert gating.save(summary) == "baseline not saved: oracle did not run"
 
 
+def test_a_baseline_that_cannot_be_written_is_said_in_one_line(tmp_path):
+    # The place passed the check before the run but refuses the file at its end (here a folder
+    # took its name): said as "not saved", never a traceback after a whole run.
+    summary = summarize(_rows(ANSWERS), reference="single_time")
+    (tmp_path / "b.json").mkdir()
+    gating = Gating(save_to=tmp_path / "b.json", reference="no_retrieval", wanted=["single_time"])
+    note = gating.save(summary)
+    assert note.startswith(f"baseline not saved: {tmp_path / 'b.json'} cannot be written (") and "\n" not in note
+    assert [p.name for p in tmp_path.iterdir()] == ["b.json"]  # no temporary file left
+
+
 def test_adoption_tables_and_findings_leave_the_oracle_out():
     summary = summarize(_rows(ANSWERS), reference="single_time", oracle=True)
     assert [t.strategy for t in adoption(summary).tables] == ["no_retrieval", "flare_direct"]

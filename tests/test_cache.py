@@ -75,6 +75,13 @@ def test_the_cache_persists_and_is_per_model(tmp_path):
     assert CachedLM(other, DiskCache(tmp_path)).generate(PROMPT, 8).text == "z" and len(other.requests) == 1
 
 
+def test_a_cache_folder_that_cannot_be_made_is_one_line(tmp_path):
+    # --cache is checked before the run; a place that still refuses (/proc as root) is one line too.
+    (tmp_path / "afile").write_text("x")
+    with pytest.raises(ValueError, match=r"^--cache .*afile/calls: cannot be created \("):
+        DiskCache(tmp_path / "afile" / "calls")
+
+
 def test_the_cache_is_per_flarebench_version(tmp_path, monkeypatch):
     # A code change that alters answers comes with a new version: old entries are not served.
     CachedLM(Described(["x"]), DiskCache(tmp_path)).generate(PROMPT, 8)

@@ -262,12 +262,29 @@ def test_the_table_shows_dev_and_test_figures_and_flags_a_miss_beyond_the_tolera
             ["compare", "--strategy", "all", "--budget", "retrieval_rate=0.5", "--gate", "x.json"],
             "calibrated runs are not gated",
         ),
+        (
+            ["compare", "--strategy", "all", "--budget", "retrieval_rate<=0.5", "--objective", "speed"],
+            "--objective: 'speed' is not a summary column",
+        ),
+        *(
+            (
+                ["calibrate", "--strategy", "flare_direct", "--target", "retrieval_rate=0.5", *extra],
+                message,
+            )
+            for extra, message in [
+                (["--dev-fraction", "2"], "--dev-fraction must be between 0 and 1, got 2.0"),
+                (["--dev-fraction", "nan"], "--dev-fraction must be between 0 and 1, got nan"),
+                (["--budget-tolerance", "-1"], "--budget-tolerance must be a number >= 0, got -1.0"),
+                (["--limit", "1"], "calibration needs at least 2 probes (a dev and a test part), got 1"),
+            ]
+        ),
     ],
 )
 def test_the_command_line_refuses_in_one_line(argv, message, capsys, tmp_path, monkeypatch):
     from flarebench.bench.cli import main
 
     monkeypatch.chdir(tmp_path)
-    assert main(argv) == 2
+    assert main([*argv, "--report-dir", str(tmp_path / "run")]) == 2
     err = capsys.readouterr().err
     assert message in err and err.count("\n") == 1 and "Traceback" not in err
+    assert not (tmp_path / "run").exists()  # refused before the run folder is opened

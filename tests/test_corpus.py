@@ -189,6 +189,13 @@ def test_a_question_without_an_answer(capsys, folder, tmp_path):
     assert line == f"{folder / 'questions.jsonl'}:2: answer: missing (give answer, or answers as a list)"
 
 
+def test_a_question_with_an_empty_list_of_answers_is_named_in_its_file(capsys, folder, tmp_path):
+    _edit_question(folder, 1, answers=[])
+    line = _one_problem(capsys, folder, tmp_path / "set")
+    assert line == f"{folder / 'questions.jsonl'}:1: answers: must not be empty"
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["docs"]  # no temporary folder left
+
+
 def test_a_gold_source_that_matches_nothing(capsys, folder, tmp_path):
     _edit_question(folder, 1, gold="release-notes.htm")
     line = _one_problem(capsys, folder, tmp_path / "set")
@@ -233,6 +240,20 @@ def test_a_markdown_file_that_is_not_utf8(capsys, folder, tmp_path):
     (folder / "notes.md").write_bytes("# Caf\xe9\n".encode("latin-1"))
     line = _one_problem(capsys, folder, tmp_path / "set")
     assert line.startswith(f"{folder / 'notes.md'}:0: (file): not UTF-8")
+
+
+def test_a_link_to_nothing_stops_the_build(capsys, folder, tmp_path):
+    (folder / "notes.md").symlink_to(tmp_path / "gone.md")
+    line = _one_problem(capsys, folder, tmp_path / "set")
+    assert line == f"{folder / 'notes.md'}:0: (file): cannot read (No such file or directory)"
+
+
+def test_an_out_folder_that_cannot_be_created_is_one_line(capsys, tmp_path):
+    (tmp_path / "afile").write_text("")
+    out = tmp_path / "afile" / "sub"
+    code, printed = _build(capsys, FIXTURE, out)
+    assert (code, printed) == (2, f"--out {out}: cannot be created: {tmp_path / 'afile'} is a file, not a folder\n")
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["afile"]
 
 
 def test_an_empty_folder(capsys, tmp_path):

@@ -205,6 +205,8 @@ SECRET = "sk-test-DO-NOT-LEAK-1234567890"
 
 def test_parse_judge():
     assert parse_judge(None) is None
+    with pytest.raises(JudgeError, match="^--judge-base-url only applies to --judge openai:MODEL$"):
+        parse_judge(None, "http://127.0.0.1:8000/v1")  # no judge to send it to: a mistake, not ignored
     j = parse_judge("openai:gpt-4o-mini", env={"JUDGE_API_KEY": SECRET})
     assert (j.model, j.base_url, j.api_key) == ("gpt-4o-mini", None, SECRET)
     j = parse_judge("openai:m", env={"JUDGE_BASE_URL": "http://h/v1", "OPENAI_API_KEY": "k2"})

@@ -244,6 +244,15 @@ def _baseline_doc():
         (lambda d: {k: v for k, v in d.items() if k != "config"}, "config: missing"),
         (lambda d: {**d, "config": {"probes": {}}}, "config.lm: missing or not an object"),
         (lambda d: {**d, "reference": "no_retrieval"}, 'reference: expected {"spec": SPEC, ...}'),
+        (lambda d: {**d, "reference": {"spec": "nosuch:x=1"}}, "reference.spec: unknown strategy 'nosuch'"),
+        (
+            lambda d: {**d, "reference": {"spec": "no_retrieval", "latency_p95_s": "x"}},
+            "reference.latency_p95_s: not a number: 'x'",
+        ),
+        (
+            lambda d: {**d, "metrics": {"flare_direct:theta=abc": {"em": 0.5}}},
+            "metrics.flare_direct:theta=abc: flare_direct:theta=abc: theta must be",
+        ),
     ],
 )
 def test_a_bad_baseline_file_is_one_clear_line(tmp_path, content, problem):

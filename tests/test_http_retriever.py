@@ -141,7 +141,9 @@ def test_timeout_and_retries_are_checked_and_apply_to_http_only():
     r = make_retriever("http:http://h/search", corpus=[], timeout=2.5, retries=0)
     assert isinstance(r, HttpRetriever)
     for kwargs, message in (
-        ({"timeout": 0}, "--retriever-timeout must be > 0 seconds, got 0"),
+        ({"timeout": 0}, "--retriever-timeout must be a finite number > 0 seconds, got 0"),
+        ({"timeout": float("nan")}, "--retriever-timeout must be a finite number > 0 seconds, got nan"),
+        ({"timeout": float("inf")}, "--retriever-timeout must be a finite number > 0 seconds, got inf"),
         ({"retries": -1}, "--retriever-retries must be >= 0, got -1"),
     ):
         with pytest.raises(ValueError) as e:

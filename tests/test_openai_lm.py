@@ -466,6 +466,10 @@ def test_make_lm_reads_the_key_from_the_named_variable(scripted, monkeypatch):
         make_lm("openai:scripted", base_url=scripted.endpoint.url, api_key_env=KEY_ENV)
     with pytest.raises(LMError, match="--lm-base-url only applies to --lm openai:MODEL, not llamacpp:smollm2"):
         make_lm("llamacpp:smollm2", base_url=scripted.endpoint.url)
+    # Refused before the endpoint is asked anything: no client can wait nan or inf seconds.
+    for timeout in (0.0, float("nan"), float("inf")):
+        with pytest.raises(LMError, match=f"--lm-timeout must be a finite number > 0 seconds, got {timeout:g}"):
+            make_lm("openai:scripted", base_url="http://127.0.0.1:9/v1", timeout=timeout)
 
 
 def test_a_base_url_with_credentials_is_recorded_without_them(scripted):

@@ -126,19 +126,67 @@ def test_pytest_bench_takes_plugin(tmp_path):
     assert json.loads((tmp_path / "run" / "traces.jsonl").read_text())["answer"] == "Oslo"
 
 
+# Plugin files that load no strategy, each as a user might write it.
+BAD_PLUGINS = {
+    "broken.py": "x = 1 / 0\n",
+    "exits.py": "import sys\nsys.exit(3)\n",
+    "nodc.py": "from flarebench.strategies import register\n@register('mine')\nclass X:\n    pass\n",
+    **{
+        f"{stem}.py": "from dataclasses import dataclass\nfrom flarebench.strategies import Strategy, register\n"
+        f"@register({name!r})\n@dataclass\nclass Toy(Strategy):\n    def run(self, q, lm, r): ...\n"
+        for stem, name in (("dupreg", "single_time"), ("noname", ""))
+    },
+}
+
+
+def _written(folder: Path) -> set[str]:
+    """The names in folder, but for the bytecode cache an import may leave."""
+    return {p.name for p in folder.iterdir()} - {"__pycache__"}
+
+
 @pytest.mark.parametrize(
     ("ref", "message"),
     [
         ("missing.py", "--plugin {tmp}/missing.py: no such file"),
+        ("folder.py", "--plugin {tmp}/folder.py: is a folder, not a file"),
         ("no_such_plugin_module", "--plugin no_such_plugin_module: no module named 'no_such_plugin_module'"),
         ("broken.py", "--plugin {tmp}/broken.py: ZeroDivisionError: division by zero"),
+        ("exits.py", "--plugin {tmp}/exits.py: exited while being imported (SystemExit 3)"),
+        (
+            "nodc.py",
+            "--plugin {tmp}/nodc.py: strategy 'mine': X must be a dataclass (its fields are the strategy's parameters)",
+        ),
+        ("dupreg.py", "--plugin {tmp}/dupreg.py: strategy 'single_time' is already registered (built in)"),
+        (
+            "noname.py",
+            "--plugin {tmp}/noname.py: strategy '': not a usable name (not empty, without spaces, ':', ',' or '='; "
+            "not 'all')",
+        ),
     ],
 )
 def test_a_plugin_that_cannot_load_is_one_line(tmp_path, ref, message):
-    (tmp_path / "broken.py").write_text("x = 1 / 0\n")
+    for name, text in BAD_PLUGINS.items():
+        (tmp_path / name).write_text(text)
+    (tmp_path / "folder.py").mkdir()
     ref = str(tmp_path / ref) if ref.endswith(".py") else ref
     r = _flarebench("score", str(tmp_path), "--plugin", ref, cwd=tmp_path)
     assert (r.returncode, r.stderr) == (2, f"flarebench: {message.format(tmp=tmp_path)}\n")
+    assert _written(tmp_path) == {*BAD_PLUGINS, "folder.py"}  # nothing written
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("plugin", ["nodc.py", "dupreg.py"])
+def test_pytest_bench_takes_a_plugin_that_cannot_load_as_a_usage_error(tmp_path, plugin):
+    (tmp_path / plugin).write_text(BAD_PLUGINS[plugin])
+    r = subprocess.run(  # --collect-only: were the plugin taken, nothing would run
+        [sys.executable, "-m", "pytest", "bench", "-p", "no:cacheprovider", "--collect-only", "--plugin", plugin,
+         "--strategy", "single_time"],
+        cwd=tmp_path, capture_output=True, text=True,
+    )  # fmt: skip
+    assert r.returncode == 4 and "INTERNALERROR" not in r.stdout + r.stderr
+    assert r.stderr.startswith(f"ERROR: --plugin {plugin}: strategy ")
+    assert len(r.stderr.strip().splitlines()) == 1
+    assert _written(tmp_path) == {plugin}
 
 
 def test_a_plugins_strategy_runs_only_when_named(tmp_path, isolated_registry):
@@ -160,10 +208,7 @@ def test_the_same_name_from_two_plugins_is_an_error_naming_both(tmp_path, isolat
     plugins.load(str(files[0]))
     with pytest.raises(plugins.PluginError) as e:
         plugins.load(str(files[1]))
-    assert str(e.value) == (
-        f"strategy '_twice' is registered twice: by flarebench_plugin_first_plugin.Toy (plugin {files[0]}) "
-        f"and by flarebench_plugin_second_plugin.Toy (plugin {files[1]})"
-    )
+    assert str(e.value) == f"--plugin {files[1]}: strategy '_twice' is already registered (by plugin {files[0]})"
 
 
 def _distribution(site: Path, dist: str, module: str, entry_points: str) -> None:

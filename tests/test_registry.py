@@ -68,7 +68,7 @@ def test_register_decorator_and_conversions(isolated_registry):
     assert parse_spec("_test_toy:cap=4").cap == 4
     with pytest.raises(SpecError, match="mode must be one of a, b"):
         parse_spec("_test_toy:mode=c")
-    with pytest.raises(ValueError, match="registered twice"):
+    with pytest.raises(ValueError, match="already registered"):
         register("_test_toy")(type("Other", (Toy,), {}))
 
 

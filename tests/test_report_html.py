@@ -202,6 +202,11 @@ def test_sweep_runs_one_spec_per_value_and_plots_against_it(tmp_path, probe_awar
         (["sweep", "--param", "theta=0,1"], "sweep needs --strategy SPEC"),
         (["sweep", "--strategy", "flare_direct", "--param", "theta"], "--param: expected NAME=V1,V2,..."),
         (["sweep", "--strategy", "flare_direct", "--param", "theta=0,0"], "a value is given twice"),
+        (["sweep", "--strategy", "flare_direct", "--param", "theta=0.1,,0.2"], "--param: an empty value in"),
+        (
+            ["sweep", "--strategy", "flare_direct", "--param", "k=1", "--param", "max_tokens=8,16"],
+            "--param is given 2 times; a sweep varies one parameter",
+        ),
         (["sweep", "--strategy", "flare_direct:theta=0.5", "--param", "theta=0,1"], "sets 'theta' already"),
         (["sweep", "--strategy", "flare_direct", "--param", "tehta=0,1"], "has no parameter 'tehta'"),
         (["sweep", "--strategy", "flare_direct", "--param", "theta=0,2"], "theta must be within [0, 1]"),

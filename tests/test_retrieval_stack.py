@@ -176,6 +176,8 @@ def test_recall_per_hop_and_retrieval_latency_are_computed_per_query():
         ({"embed": "cohere:e", "retriever": "dense"}, "unknown --embed spec 'cohere:e'"),
         ({"rerank": "bogus"}, "unknown --rerank spec 'bogus'; known: lm, openai:MODEL"),
         ({"rerank": "lm", "rerank_depth": 0}, "--rerank-depth must be >= 1, got 0"),
+        ({"rerank_depth": 5}, "--rerank-depth only applies to --rerank SPEC"),
+        ({"retriever": "bogus"}, "unknown retriever spec 'bogus'; known: bm25s, pyserini"),
         ({"embed_base_url": "http://x"}, "--embed-base-url and --embed-api-key-env need --embed"),
     ],
 )
@@ -186,6 +188,26 @@ def test_bad_retrieval_options_are_one_line_before_the_run(scripted_lm, tmp_path
         BenchSession(strategy=["single_time"], limit=1, progress=False, report_dir=str(tmp_path / "r"), **options)
     assert message in str(e.value) and "\n" not in str(e.value)
     assert not (tmp_path / "r").exists()
+
+
+@pytest.mark.parametrize(
+    ("options", "message"),
+    [
+        ({"retriever": "bogus"}, "unknown retriever spec 'bogus'"),
+        ({"retriever": "hybrid:rrf_k=abc"}, "rrf_k must be a float, got 'abc'"),
+        ({"rerank": "bogus"}, "unknown --rerank spec 'bogus'"),
+        ({"rerank": "lm", "rerank_depth": -5}, "--rerank-depth must be >= 1, got -5"),
+        ({"retriever_retries": 1}, "--retriever-retries only applies to --retriever http:URL, not bm25s"),
+    ],
+)
+def test_bad_retrieval_options_are_refused_before_an_lm_endpoint_is_asked(tmp_path, options, message):
+    from flarebench.bench.session import BenchSession, ConfigError
+
+    # Nothing listens on port 9: were the endpoint asked first, this would be "unreachable".
+    dead = {"lm": "openai:m", "lm_base_url": "http://127.0.0.1:9/v1", "lm_retries": 0}
+    with pytest.raises(ConfigError) as e:
+        BenchSession(strategy=["single_time"], limit=1, progress=False, **dead, **options)
+    assert message in str(e.value)
 
 
 def test_measure_sets_measures_with_any_retriever_and_refuses_a_bad_one_in_a_line(capsys):

@@ -150,6 +150,145 @@ def test_duplicate_traces_are_scored_once(tmp_path, scripted_lm):
     assert pd.read_csv(run_dir / "summary.csv")["n"].tolist() == [2]
 
 
+def _state(folder: Path) -> dict:
+    """Each entry of a folder: a file's content and inode (a file rewritten, even with the same
+    content, gets a new one), or "folder"; a temporary file left behind adds an entry."""
+    return {p.name: (p.read_bytes(), p.stat().st_ino) if p.is_file() else "folder" for p in folder.iterdir()}
+
+
+def _resume(run_dir: Path, *extra: str) -> tuple[int, str, str]:
+    """Run again the run of the ``scripted_run`` fixture, into its folder."""
+    return run_cli("run", "--strategy", "no_retrieval", "--limit", "3", "--report-dir", str(run_dir), *extra)
+
+
+def _set(d: dict, path: tuple, value) -> None:
+    for key in path[:-1]:
+        d = d[key]
+    d[path[-1]] = value
+
+
+@pytest.mark.parametrize(
+    "path, value, why",
+    [
+        (
+            ("steps", 0, "lm_calls", 0, "prompt_tokens"),
+            "x",
+            "steps[0].lm_calls[0].prompt_tokens: expected a number, got 'x'",
+        ),
+        (("seconds",), "x", "seconds: expected a number, got 'x'"),
+        (("seconds",), None, "seconds: expected a number, got null"),  # an errored trace has its seconds too
+        (("steps", 0, "lm_calls", 0, "seconds"), "x", "steps[0].lm_calls[0].seconds: expected a number, got 'x'"),
+        (("output",), [1], "output: expected a string, got a list"),
+        (("steps", 0, "gate"), "x", "steps[0].gate: expected an object or null, got 'x'"),
+        (("steps", 0, "gate"), {"score": "x"}, "steps[0].gate.score: expected a number or null, got 'x'"),
+        (
+            ("steps", 0, "lm_calls", 0, "logprobs"),
+            "x",
+            "steps[0].lm_calls[0].logprobs: expected a list of numbers or null, got 'x'",
+        ),
+    ],
+)
+def test_a_trace_field_of_the_wrong_kind_is_named_by_score_report_and_resume(
+    scripted_run, scripted_lm, path, value, why
+):
+    traces = scripted_run / "traces.jsonl"
+    lines = traces.read_text().splitlines(keepends=True)
+    trace = json.loads(lines[1])
+    _set(trace, path, value)
+    lines[1] = json.dumps(trace) + "\n"
+    traces.write_text("".join(lines))
+    before = _state(scripted_run)
+    for command in ("score", "report"):
+        assert _one_line(*run_cli(command, str(scripted_run))[::2]) == f"flarebench: {traces}:2: not a trace ({why})"
+    line = _one_line(*_resume(scripted_run)[::2])
+    assert line.startswith(f"flarebench: {traces}:2: not a trace ({why}); fix or delete that line")
+    assert _state(scripted_run) == before
+
+
+# --------------------------------------------------------------------------------------------
+# run.json, and the files score and report write
+# --------------------------------------------------------------------------------------------
+
+_DELETED = object()
+_PRICE = {"model": "scripted", "prompt_per_1m": "x", "completion_per_1m": 1.0}
+
+
+@pytest.mark.parametrize(
+    "field, value, why",
+    [
+        ("scoring.price", _PRICE, "scoring.price.prompt_per_1m: expected a number, got 'x'"),
+        ("scoring.price", "x", "scoring.price: expected an object or null, got 'x'"),
+        ("scoring.judge", "garbage", "scoring.judge: expected an object or null, got 'garbage'"),
+        ("config.probes", "x", "config.probes: expected an object, got 'x'"),
+        ("config.lm", "x", "config.lm: expected an object, got 'x'"),
+        ("config.retriever", {}, "config.retriever.name: missing"),
+        ("config.strategies", "x", "config.strategies: expected an object, got 'x'"),  # was scored as no probe
+        ("config", "x", "config: expected an object, got 'x'"),
+        ("config", _DELETED, "config: missing"),
+        ("", [], "expected an object, got a list"),  # the whole file
+    ],
+)
+def test_a_run_json_field_of_the_wrong_kind_is_named_and_nothing_written(scripted_run, field, value, why):
+    run_json = scripted_run / "run.json"
+    info = json.loads(run_json.read_text())
+    if not field:
+        info = value
+    elif value is _DELETED:
+        del info[field]
+    else:
+        _set(info, tuple(field.split(".")), value)
+    run_json.write_text(json.dumps(info))
+    before = _state(scripted_run)
+    for command in ("score", "report"):
+        assert _one_line(*run_cli(command, str(scripted_run))[::2]) == f"flarebench: {run_json}: {why}"
+    assert _state(scripted_run) == before
+
+
+def test_score_and_report_of_a_folder_without_traces_keep_its_summary(scripted_run):
+    traces = scripted_run / "traces.jsonl"
+    traces.unlink()
+    before = _state(scripted_run)
+    for command in ("score", "report"):
+        line = _one_line(*run_cli(command, str(scripted_run))[::2])
+        assert line == f"flarebench: {traces}: not found; RUN_DIR must hold run.json and traces.jsonl"
+    assert _state(scripted_run) == before
+
+
+@pytest.mark.parametrize("command, name", [("report", "report.html"), ("score", "summary.csv")])
+def test_a_file_score_or_report_cannot_write_is_one_line_and_the_folder_is_left_as_it_was(scripted_run, command, name):
+    path = scripted_run / name
+    path.unlink()
+    path.mkdir()
+    before = _state(scripted_run)
+    code, out, err = run_cli(command, str(scripted_run))
+    assert _one_line(code, err) == f"flarebench: {path}: cannot be written (Is a directory)"
+    assert _state(scripted_run) == before  # no temporary file left, no summary file rewritten
+
+
+@pytest.mark.parametrize(
+    "name, problem",
+    [
+        ("run.json", "cannot be read (Is a directory); use --overwrite to replace it"),
+        (
+            "traces.jsonl",
+            "cannot be read (Is a directory); fix or delete it, or use --overwrite to start the run again",
+        ),
+        (LOCK, "could not take the lock (Is a directory)"),
+    ],
+)
+def test_resuming_a_folder_with_a_folder_in_place_of_a_file_is_one_line(scripted_run, scripted_lm, name, problem):
+    path = scripted_run / name
+    path.unlink(missing_ok=True)
+    path.mkdir()
+    before = _state(scripted_run)
+    assert _one_line(*_resume(scripted_run)[::2]) == f"flarebench: {path}: {problem}"
+    assert _state(scripted_run) == before
+    if name != LOCK:  # as the line says, --overwrite starts the run again
+        code, out, err = _resume(scripted_run, "--overwrite")
+        assert code == 0, out + err
+        assert len((scripted_run / "traces.jsonl").read_text().splitlines()) == 3
+
+
 # --------------------------------------------------------------------------------------------
 # The run folder's lock
 # --------------------------------------------------------------------------------------------
@@ -233,12 +372,12 @@ def test_pytest_bench_releases_the_lock_at_the_end_and_on_ctrl_c(pytester, tmp_p
     result = _pytest_bench(pytester, "--strategy", "single_time", "--limit", "3", "--report-dir", str(run_dir))
     assert result.ret == pytest.ExitCode.INTERRUPTED, result.stdout.str()
     assert not (run_dir / LOCK).exists()
-    # A live owner: `pytest bench` stops with the one line, status 2.
+    # A live owner: `pytest bench` stops with the one line, a usage error (status 4).
     with subprocess.Popen([sys.executable, "-c", "import time; time.sleep(60)"]) as other:
         try:
             (run_dir / LOCK).write_text(_lock_of(other.pid))
             result = _pytest_bench(pytester, "--strategy", "single_time", "--limit", "2", "--report-dir", str(run_dir))
-            assert result.ret == 2
+            assert result.ret == pytest.ExitCode.USAGE_ERROR
             assert f"is in use by another flarebench run (pid {other.pid})" in result.stdout.str() + result.stderr.str()
         finally:
             other.kill()

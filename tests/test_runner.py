@@ -4,6 +4,7 @@ reading of traces.jsonl (duplicates, damaged lines) and the run folder's lock.""
 import dataclasses
 import json
 import os
+import pathlib
 import socket
 import subprocess
 import sys
@@ -128,6 +129,21 @@ def test_run_folder_of_another_configuration_is_refused(tmp_path):
         BenchSession(strategy=["no_retrieval"], limit=1, report_dir=str(tmp_path / "other"), progress=False)
 
 
+def test_a_run_folder_that_cannot_be_created_is_one_line(tmp_path, scripted_lm, monkeypatch):
+    # --report-dir passed its check before the run, but the place still refuses (/proc as root).
+    target = tmp_path / "runs" / "x"
+    real = pathlib.Path.mkdir
+
+    def refuse(self, *args, **kwargs):
+        if self == target:
+            raise PermissionError(13, "Permission denied")
+        return real(self, *args, **kwargs)
+
+    monkeypatch.setattr(pathlib.Path, "mkdir", refuse)
+    with pytest.raises(ConfigError, match=r"^--report-dir .*runs/x: cannot be created \(Permission denied\)$"):
+        BenchSession(strategy=["no_retrieval"], limit=1, report_dir=str(target), progress=False)
+
+
 def test_bad_options_are_config_errors():
     with pytest.raises(ConfigError, match="--limit must be >= 1"):
         BenchSession(limit=0)
@@ -135,6 +151,11 @@ def test_bad_options_are_config_errors():
         BenchSession(probes="nope")
     with pytest.raises(ConfigError, match="unknown strategy 'bogus'"):
         BenchSession(strategy=["bogus"])
+    # A reference the run lacks is said in its summary; one that is no strategy spec is refused.
+    with pytest.raises(ConfigError, match="^--reference: unknown strategy 'nosuch'"):
+        BenchSession(strategy=["no_retrieval"], reference="nosuch:x=1")
+    with pytest.raises(ConfigError, match="^--reference: flare_direct:theta=abc: theta must be"):
+        BenchSession(strategy=["no_retrieval"], reference="flare_direct:theta=abc")
 
 
 def _line(probe_id: str, answer: str, strategy: str = "_test_flaky") -> str:
@@ -161,7 +182,12 @@ def test_duplicate_traces_are_read_once_the_first_wins(tmp_path):
         ('{"question": "half\n', "not a trace (Unterminated string"),
         ("[1, 2]\n", "not a trace (a JSON list, not an object)"),
         ('{"question": "q", "output": "", "answer": null, "stop_reason": "eos"}\n', "not a trace (no strategy)"),
-        (_line("p9", "x").replace('"answer"', '"answr"'), "not a trace (TypeError: "),
+        (_line("p9", "x").replace('"answer"', '"answr"'), "not a trace (answer: missing)"),
+        (_line("p9", "x").replace('"answer": ', '"answr": "x", "answer": '), "not a trace (TypeError: "),
+        (
+            _line("p9", "x").replace('"output"', '"seconds": "1", "output"'),
+            "not a trace (seconds: expected a number, got '1')",
+        ),
         (b"\xff\xfe\n", "not a trace ('utf-8' codec can't decode"),
     ],
 )

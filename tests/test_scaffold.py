@@ -56,6 +56,45 @@ def test_init_into_a_file_is_one_line(tmp_path):
     assert code == 2 and err == f"flarebench: flarebench init {tmp_path / 'f'}: is a file, not a folder\n"
 
 
+def _tree(folder):
+    return sorted(str(p.relative_to(folder)) for p in folder.rglob("*"))
+
+
+@pytest.mark.parametrize(
+    ("in_the_way", "problem"),
+    [
+        ("bench", "bench/README.md: cannot be created: {repo}/bench is a file, not a folder"),
+        ("bench/probes", "bench/probes/README.md: cannot be created: {repo}/bench/probes is a file, not a folder"),
+        ("flarebench.toml", "flarebench.toml: is a folder, not a file"),
+    ],
+)
+def test_init_with_a_path_in_the_way_writes_nothing_and_is_one_line(tmp_path, in_the_way, problem):
+    repo = tmp_path / "repo"
+    path = repo / in_the_way
+    path.parent.mkdir(parents=True)
+    if in_the_way == "flarebench.toml":  # a folder where a file goes
+        path.mkdir()
+    else:  # a file where a folder goes
+        path.write_text("x\n")
+    before = _tree(repo)
+    code, out, err = run_cli("init", str(repo))
+    assert (code, out) == (2, "")
+    assert err == f"flarebench: flarebench init {repo}/{problem.format(repo=repo)}\n"
+    assert _tree(repo) == before
+
+
+def test_init_that_fails_while_writing_takes_back_what_it_wrote(tmp_path):
+    repo = tmp_path / "repo"
+    (repo / "bench" / "ci").mkdir(parents=True)
+    # A link to nowhere: no check before writing sees it, and the file cannot be created there.
+    (repo / "bench" / "ci" / "gitlab-ci.yml").symlink_to(tmp_path / "nowhere")
+    before = _tree(repo)
+    code, out, err = run_cli("init", str(repo))
+    assert (code, out) == (2, "")
+    assert err == f"flarebench: flarebench init {repo}: cannot write {repo}/bench/ci/gitlab-ci.yml (File exists)\n"
+    assert _tree(repo) == before
+
+
 @pytest.mark.slow
 def test_pytest_bench_collects_the_installed_bench_or_the_repositorys_own(tmp_path):
     # A folder with packages named like flarebench's parts: they shadow nothing.

@@ -96,6 +96,36 @@ def test_bad_price_file_is_a_usage_error(tmp_path, scripted_lm):
     assert code == 2 and "bad.toml: not a price table" in err and "Traceback" not in err
 
 
+@pytest.mark.parametrize(
+    "command, option, value, message",
+    [
+        ("score", "--by", "colour", "no probe metadata field 'colour'; fields: difficulty, "),
+        ("score", "--prices", "{tmp}/none.toml", "--prices {tmp}/none.toml: not found"),
+        ("report", "--prices", "{tmp}/none.toml", "--prices {tmp}/none.toml: not found"),
+        ("score", "--judge", "bogus", "faithfulness: unknown judge spec 'bogus'"),
+        ("report", "--judge", "bogus", "faithfulness: unknown judge spec 'bogus'"),
+        ("score", "--reference", "nosuch:x=1", "--reference: unknown strategy 'nosuch'"),
+        (
+            "score",
+            "--judge-base-url",
+            "http://127.0.0.1:9/v1",
+            "faithfulness: --judge-base-url only applies to --judge",
+        ),
+    ],
+)
+def test_score_and_report_check_every_option_before_printing_or_writing(
+    scripted_run, tmp_path, command, option, value, message
+):
+    def state():  # a file rewritten, even with the same content, gets a new inode
+        return {p.name: (p.read_bytes(), p.stat().st_ino) for p in scripted_run.iterdir()}
+
+    before = state()
+    code, out, err = run_cli(command, str(scripted_run), option, value.format(tmp=tmp_path))
+    assert code == 2 and out == "" and err.count("\n") == 1, out + err
+    assert err.startswith(f"flarebench: {message.format(tmp=tmp_path)}"), err
+    assert state() == before
+
+
 @pytest.mark.slow
 def test_score_breaks_results_down_by_a_metadata_field(tmp_path, scripted_lm):
     run_dir = tmp_path / "run"

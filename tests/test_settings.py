@@ -64,6 +64,9 @@ def test_values_are_typed_and_paths_are_relative_to_the_file(tmp_path):
         ("overwrite = 1\n", ":1: overwrite: expected true or false, got 1"),
         ("strategy = [1]\n", ":1: strategy: expected a string or a list of strings, got [1]"),
         ("limit = \n", ": not valid TOML: "),
+        ("limit = 2\nstrategy = ''\n", ":2: strategy: must not be empty"),
+        ("probes = ''\n", ":1: probes: must not be empty"),
+        ("limit = 2\n[section]\nx = 1\n", ":2: section: unknown key"),
     ],
 )
 def test_a_bad_file_is_one_line_naming_file_line_and_key(tmp_path, text, problem):
@@ -71,6 +74,32 @@ def test_a_bad_file_is_one_line_naming_file_line_and_key(tmp_path, text, problem
     with pytest.raises(SettingsError) as e:
         load(tmp_path)
     assert str(e.value).startswith(f"{path}{problem}") and "\n" not in str(e.value)
+
+
+@pytest.mark.parametrize(
+    "text, problem",
+    [
+        ("[tool]\nflarebench.probes = 5\n", ":2: probes: expected str, got 5"),
+        ("[ tool.flarebench ]\nlimit = 'x'\n", ":2: limit: expected int, got 'x'"),
+        ("[tool.\"flarebench\"]\nlimit = 'x'\n", ":2: limit: expected int, got 'x'"),
+        ("tool = {flarebench = {limit = 'x'}}\n", ":1: limit: expected int, got 'x'"),
+        ("[tool]\nflarebench = 5\n", ": [tool.flarebench] must be a table"),
+        ("[tool.flarebench.sub]\nx = 1\n", ":1: sub: unknown key"),
+        ("[project]\nname = = 1\n[tool.flarebench]\nlimit = 2\n", ": not valid TOML: "),
+    ],
+)
+def test_every_toml_spelling_of_the_pyproject_table_is_read(tmp_path, text, problem):
+    # Each spelling is the table (never skipped for a file further up), so its mistakes are said.
+    _write(tmp_path, "flarebench.toml", "limit = 3\n")
+    path = _write(tmp_path / "sub", "pyproject.toml", text)
+    with pytest.raises(SettingsError) as e:
+        load(tmp_path / "sub")
+    assert str(e.value).startswith(f"{path}{problem}") and "\n" not in str(e.value)
+
+
+def test_cache_false_is_no_cache(tmp_path):
+    _write(tmp_path, "flarebench.toml", "cache = false\n")
+    assert load(tmp_path).values == {"cache": None}
 
 
 def test_the_command_line_wins_over_the_file_which_wins_over_the_default(tmp_path):
@@ -94,6 +123,24 @@ def test_the_cli_refuses_a_bad_file_in_one_line_before_loading(tmp_path, monkeyp
     monkeypatch.chdir(tmp_path)
     code, out, err = run_cli("run", "--limit", "1")
     assert code == 2 and err == f"flarebench: {path}:1: retreiver: unknown key; did you mean 'retriever'?\n"
+
+
+@pytest.mark.parametrize(
+    "text, problem",
+    [
+        ("strategy = 'no_retrieval'\nlimit = -3\n", ":2: limit: --limit must be >= 1, got -3"),
+        ("strategy = 'no_retrieval'\nconcurrency = 0\n", ":2: concurrency: --concurrency must be >= 1, got 0"),
+    ],
+)
+def test_a_bad_value_from_the_file_names_the_file_line_and_key(tmp_path, monkeypatch, text, problem):
+    path = _write(tmp_path, "flarebench.toml", text)
+    monkeypatch.chdir(tmp_path)
+    code, out, err = run_cli("run")
+    assert code == 2 and err == f"flarebench: {path}{problem}\n"
+    # The same value on the command line is the command line's, as it was.
+    key = problem.split(":")[2].strip()
+    code, out, err = run_cli("run", f"--{key}", problem.rsplit(" ", 1)[1])
+    assert code == 2 and err.startswith(f"flarebench: --{key} must be >= 1")
 
 
 def test_a_cli_run_takes_the_file_and_records_where_values_came_from(tmp_path, monkeypatch, scripted_lm):
