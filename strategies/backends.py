@@ -10,6 +10,7 @@ from __future__ import annotations
 import importlib.util
 import math
 import os
+import re
 from collections.abc import Callable
 from pathlib import Path
 from typing import TypeVar
@@ -41,16 +42,34 @@ T = TypeVar("T")
 
 def register_lm(name: str) -> Callable[[type[LM]], type[LM]]:
     """Class decorator: ``--lm NAME:ARG`` builds this LM subclass as ``cls(ARG)``."""
-    return _registrar(_LMS, "LM", name)
+    return _registrar(_LMS, "LM", name, LM)
 
 
 def register_retriever(name: str) -> Callable[[type[Retriever]], type[Retriever]]:
     """Class decorator: ``--retriever NAME`` builds this Retriever subclass as ``cls(corpus)``."""
-    return _registrar(_RETRIEVERS, "retriever", name)
+    return _registrar(_RETRIEVERS, "retriever", name, Retriever)
 
 
-def _registrar(table: dict, kind: str, name: str) -> Callable[[T], T]:
+#: The names the built-in backends take: a plugin of one of these would never be built.
+_BUILTIN = {"LM": ("llamacpp", "openai"), "retriever": ("bm25s", "pyserini", "http", *RETRIEVER_PARAMS)}
+_NAME = re.compile(r"[^\s:,=]+")
+
+
+def _registrar(table: dict, kind: str, name: str, base: type) -> Callable[[T], T]:
+    """Register a plugin's ``kind`` class under ``name``, refusing (PluginError, one line, when the
+    class is defined) a name a spec cannot spell, a built-in's name, or a class of another kind."""
+
     def deco(cls: T) -> T:
+        if not isinstance(name, str) or not _NAME.fullmatch(name):
+            raise plugins.PluginError(
+                f"{kind} {name!r}: not a usable name (not empty, without spaces, ':', ',' or '=')"
+            )
+        if name in _BUILTIN[kind]:
+            raise plugins.PluginError(f"{kind} {name!r} is already registered (built in)")
+        if not (isinstance(cls, type) and issubclass(cls, base)):
+            raise plugins.PluginError(
+                f"{kind} {name!r}: {getattr(cls, '__qualname__', cls)!r} must be a subclass of {base.__name__}"
+            )
         plugins.add(table, _ORIGINS, kind, name, cls)
         return cls
 
@@ -66,7 +85,7 @@ def _plugin(table: dict, group: str, kind: str, base: type, name: str) -> type |
         if not (isinstance(found, type) and issubclass(found, base)):
             raise plugins.PluginError(f"entry point {group}:{name} names {found!r}, not a {base.__name__} subclass")
         if name not in table:
-            _registrar(table, kind, name)(found)
+            _registrar(table, kind, name, base)(found)
     return table[name]
 
 

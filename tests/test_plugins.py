@@ -136,6 +136,11 @@ BAD_PLUGINS = {
         f"@register({name!r})\n@dataclass\nclass Toy(Strategy):\n    def run(self, q, lm, r): ...\n"
         for stem, name in (("dupreg", "single_time"), ("noname", ""))
     },
+    # An LM or retriever under a built-in's name would never be built: the built-in wins.
+    "duplm.py": "from flarebench.strategies.backends import LM, register_lm\n"
+    "@register_lm('openai')\nclass Mine(LM):\n    pass\n",
+    "badret.py": "from flarebench.strategies.backends import Retriever, register_retriever\n"
+    "@register_retriever('my:index')\nclass Mine(Retriever):\n    pass\n",
 }
 
 
@@ -161,6 +166,12 @@ def _written(folder: Path) -> set[str]:
             "noname.py",
             "--plugin {tmp}/noname.py: strategy '': not a usable name (not empty, without spaces, ':', ',' or '='; "
             "not 'all')",
+        ),
+        ("duplm.py", "--plugin {tmp}/duplm.py: LM 'openai' is already registered (built in)"),
+        (
+            "badret.py",
+            "--plugin {tmp}/badret.py: retriever 'my:index': not a usable name (not empty, without spaces, ':', ',' "
+            "or '=')",
         ),
     ],
 )
