@@ -97,7 +97,7 @@ def parse_goal(text: str, objective: str | None, columns: Sequence[str], option:
     return Goal(metric, op, value, None if op == "=" else objective or "f1")
 
 
-def check_split(dev_fraction: float, tolerance: float, n_probes: int | None) -> None:
+def check_split(dev_fraction: float, tolerance: float = 0.0, n_probes: int | None = None) -> None:
     """Refuse a dev share outside (0, 1), a negative or non-finite ``--budget-tolerance`` and fewer
     than 2 probes (``None``: not known yet), before anything is loaded or written."""
     if not 0.0 < dev_fraction < 1.0:
@@ -111,7 +111,7 @@ def check_split(dev_fraction: float, tolerance: float, n_probes: int | None) -> 
 def split(ids: Sequence[str], dev_fraction: float, seed: int) -> tuple[list[str], list[str]]:
     """The probe ids shuffled with ``seed`` and cut into a dev part of ``dev_fraction`` (at least one
     probe, leaving at least one for test) and the test part, each in the given order."""
-    check_split(dev_fraction, 0.0, len(ids))
+    check_split(dev_fraction, n_probes=len(ids))
     shuffled = list(ids)
     random.Random(seed).shuffle(shuffled)
     n_dev = min(len(ids) - 1, max(1, round(len(ids) * dev_fraction)))
