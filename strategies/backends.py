@@ -10,7 +10,6 @@ from __future__ import annotations
 import importlib.util
 import math
 import os
-import re
 from collections.abc import Callable
 from pathlib import Path
 from typing import TypeVar
@@ -52,7 +51,6 @@ def register_retriever(name: str) -> Callable[[type[Retriever]], type[Retriever]
 
 #: The names the built-in backends take: a plugin of one of these would never be built.
 _BUILTIN = {"LM": ("llamacpp", "openai"), "retriever": ("bm25s", "pyserini", "http", *RETRIEVER_PARAMS)}
-_NAME = re.compile(r"[^\s:,=]+")
 
 
 def _registrar(table: dict, kind: str, name: str, base: type) -> Callable[[T], T]:
@@ -60,10 +58,7 @@ def _registrar(table: dict, kind: str, name: str, base: type) -> Callable[[T], T
     class is defined) a name a spec cannot spell, a built-in's name, or a class of another kind."""
 
     def deco(cls: T) -> T:
-        if not isinstance(name, str) or not _NAME.fullmatch(name):
-            raise plugins.PluginError(
-                f"{kind} {name!r}: not a usable name (not empty, without spaces, ':', ',' or '=')"
-            )
+        plugins.check_name(kind, name)
         if name in _BUILTIN[kind]:
             raise plugins.PluginError(f"{kind} {name!r} is already registered (built in)")
         if not (isinstance(cls, type) and issubclass(cls, base)):

@@ -17,6 +17,7 @@ import contextlib
 import contextvars
 import importlib
 import importlib.util
+import re
 import sys
 from collections.abc import Iterable, Iterator
 from importlib import metadata
@@ -35,6 +36,17 @@ _loaded: set[str] = set()
 
 class PluginError(ValueError):
     """A plugin cannot be loaded, or registers a name something else registered."""
+
+
+#: A name a spec can spell: specs split at ``:``, ``,`` and ``=`` and strip spaces.
+_NAME = re.compile(r"[^\s:,=]+")
+
+
+def check_name(kind: str, name: Any, reserved: tuple[str, ...] = ()) -> None:
+    """Refuse (PluginError, one line) a ``kind`` name a spec cannot spell, or one of ``reserved``."""
+    if not isinstance(name, str) or not _NAME.fullmatch(name) or name in reserved:
+        rule = "not empty, without spaces, ':', ',' or '='" + "".join(f"; not {r!r}" for r in reserved)
+        raise PluginError(f"{kind} {name!r}: not a usable name ({rule})")
 
 
 def add(table: dict[str, Any], origins: dict[str, str], kind: str, name: str, obj: Any) -> None:

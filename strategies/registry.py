@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import dataclasses
 import importlib
-import re
 import types
 import typing
 from collections.abc import Callable
@@ -22,10 +21,6 @@ from flarebench.strategies.base import Strategy
 
 _REGISTRY: dict[str, type[Strategy]] = {}
 _ORIGINS: dict[str, str] = {}  # name -> where it was registered from, for the "already registered" error
-
-
-#: A strategy name: a spec splits at ``:``, ``,`` and ``=`` and strips spaces (``all`` is taken too).
-_NAME = re.compile(r"[^\s:,=]+")
 
 
 class SpecError(ValueError):
@@ -39,10 +34,7 @@ def register(name: str) -> Callable[[type[Strategy]], type[Strategy]]:
     defined, so every command that loads a plugin says it the same way."""
 
     def deco(cls: type[Strategy]) -> type[Strategy]:
-        if not isinstance(name, str) or not _NAME.fullmatch(name) or name == "all":
-            raise plugins.PluginError(
-                f"strategy {name!r}: not a usable name (not empty, without spaces, ':', ',' or '='; not 'all')"
-            )
+        plugins.check_name("strategy", name, reserved=("all",))  # "all" expands to the built-ins
         if not dataclasses.is_dataclass(cls):
             raise plugins.PluginError(
                 f"strategy {name!r}: {cls.__qualname__} must be a dataclass (its fields are the strategy's parameters)"
