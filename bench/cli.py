@@ -35,7 +35,7 @@ def _session(args: argparse.Namespace, study: dict | None):
             **{o.dest: getattr(args, o.dest) for o in RUN_OPTIONS}, study=study, option_sources=args.option_sources
         )
     except ConfigError as e:  # a value from the config file is named by its file, line and key
-        raise UserError(locate(str(e), args.option_sources or {})) from None
+        raise UserError(locate(str(e), args.option_sources or {}, e.option)) from None
     if session.lm_capabilities:
         print(f"flarebench: {session.lm_capabilities}", file=sys.stderr)
     return session
@@ -752,13 +752,14 @@ def _with_settings(args: argparse.Namespace) -> None:
         setattr(args, dest, value)
 
 
-def _load_plugins(refs: list[str] | None) -> None:
+def _load_plugins(refs: list[str] | None, sources: dict[str, str] | None) -> None:
+    from flarebench.bench.settings import locate
     from flarebench.strategies import plugins
 
     try:
         plugins.load_all(refs)
     except plugins.PluginError as e:
-        raise UserError(str(e)) from None
+        raise UserError(locate(str(e), sources or {}, "--plugin")) from None
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -766,7 +767,7 @@ def main(argv: list[str] | None = None) -> int:
     try:
         if args.func in (_run, _compare, _sweep, _calibrate):
             _with_settings(args)
-        _load_plugins(args.plugin)
+        _load_plugins(args.plugin, getattr(args, "option_sources", None))
         code = args.func(args)
         sys.stdout.flush()  # inside the try: a reader gone away (`| head`) surfaces here, not at exit
         return code

@@ -377,6 +377,9 @@ def load_baseline(path: str | Path) -> Baseline:
         for metric, value in values.items():
             if value is not None and _number(value) is None:
                 raise bad(f"metrics.{spec}.{metric}", f"not a number: {value!r}")
+            # The always-gated columns count probes: a baseline's must be whole numbers >= 0.
+            if metric in ALWAYS_GATED and value is not None and (value < 0 or value != int(value)):
+                raise bad(f"metrics.{spec}.{metric}", f"expected a count (a whole number >= 0), got {value!r}")
             row[metric] = _number(value)
         metrics[spec] = row
     try:

@@ -67,7 +67,7 @@ def pytest_configure(config: pytest.Config) -> None:
     try:
         plugins.load_all(values["plugin"])
     except plugins.PluginError as e:
-        raise pytest.UsageError(str(e)) from None
+        raise pytest.UsageError(settings.locate(str(e), sources, "--plugin")) from None
     # A bad --strategy is a usage error, reported before anything is collected or loaded.
     if values["strategy"]:
         from flarebench.strategies.registry import SpecError, expand, parse_spec
@@ -76,7 +76,7 @@ def pytest_configure(config: pytest.Config) -> None:
             try:
                 parse_spec(spec)
             except SpecError as e:
-                raise pytest.UsageError(str(e)) from None
+                raise pytest.UsageError(settings.locate(str(e), sources, "--strategy")) from None
     # A bad baseline file or gate option is a usage error too, before any model is loaded.
     if any(values[name] for name in _GATE_OPTIONS):
         from flarebench.bench.gate import GateError, Gating
@@ -146,7 +146,7 @@ def bench_session(request: pytest.FixtureRequest):
         # a value from the config file is named by its file, line and key.
         from flarebench.bench.settings import locate
 
-        message = locate(str(e), request.config.stash[_SOURCES])
+        message = locate(str(e), request.config.stash[_SOURCES], e.option)
         pytest.exit(f"flarebench: {message}", returncode=pytest.ExitCode.USAGE_ERROR)
     request.config.stash[_SESSION] = session
     # From here the session holds the run folder's lock: every way out (an error, Ctrl-C, the end

@@ -8,8 +8,10 @@ from __future__ import annotations
 
 import contextlib
 import datetime as dt
+import errno
 import hashlib
 import json
+import os
 import platform
 import shutil
 import sys
@@ -40,12 +42,19 @@ from flarebench.strategies.records import OBJECT, Trace, check_fields
 from flarebench.strategies.registry import expand, parse_spec
 
 RUN_JSON = "run.json"
+_START_AGAIN = ", or use --overwrite to start the run again"  # the end of a line refusing traces.jsonl
 #: The cache of a calibration's dev runs, in the run folder.
 DEV_CACHE = "dev-cache"
 
 
 class ConfigError(ValueError):
-    """A user mistake in the run options or the run folder: shown as one line, never a traceback."""
+    """A user mistake in the run options or the run folder: shown as one line, never a traceback.
+    ``option`` names the flag a message is about where the message does not open with it, so that
+    a value from the config file is named by its file, line and key (bench/settings.py, locate)."""
+
+    def __init__(self, message: str, option: str | None = None):
+        super().__init__(message)
+        self.option = option
 
 
 def _versions() -> dict[str, str]:
@@ -121,11 +130,11 @@ class BenchSession:
         try:
             plugins.load_all(self.plugin)
         except plugins.PluginError as e:
-            raise ConfigError(str(e)) from None
+            raise ConfigError(str(e), option="--plugin") from None
         try:
             lm_thread_safe = lm_class(self.lm).thread_safe
         except LMError as e:
-            raise ConfigError(str(e)) from None
+            raise ConfigError(str(e), option="--lm") from None
         if self.record_topk is not None:
             from flarebench.bench.topk import check_k
 
@@ -144,7 +153,7 @@ class BenchSession:
         try:
             self.probe_set = load_probe_set(self.probes, self.probes_format)
         except ProbeError as e:
-            raise ConfigError(_probe_problem(self.probes, e)) from None
+            raise ConfigError(_probe_problem(self.probes, e), option="--probes") from None
         self.selected = self.probe_set.probes[: self.limit] if self.limit else list(self.probe_set.probes)
         self.specs = expand(self.strategy)
         # Regression gates (bench/gate.py): with --gate or --save-baseline the latency reference runs first.
@@ -167,7 +176,7 @@ class BenchSession:
             defaults = LONG_ANSWER_DEFAULTS if self.probe_set.answer_form == "long" else None
             self.strategies = {spec: parse_spec(spec, defaults) for spec in self.specs}
         except SpecError as e:
-            raise ConfigError(str(e)) from None
+            raise ConfigError(str(e), option="--strategy") from None
         try:  # a reference the run lacks is said in its summary; one that is no strategy is a typo
             parse_spec(self.reference)
         except SpecError as e:
@@ -179,13 +188,13 @@ class BenchSession:
             if self.prices:
                 load_table(self.prices)
         except PriceError as e:
-            raise ConfigError(str(e)) from None
+            raise ConfigError(str(e), option="--prices") from None
         from flarebench.bench.faithfulness import JudgeError, parse_judge
 
         try:
             self.judge_backend = parse_judge(self.judge, self.judge_base_url)
         except JudgeError as e:
-            raise ConfigError(str(e)) from None
+            raise ConfigError(str(e), option="--judge") from None
         self._faithfulness: dict = {}  # (strategy, probe id) -> row, scored once per trace
         self._scored_at: tuple[int, list[Trace], Any] | None = None  # see _scored()
         self._dev: tuple | None = None  # calibration's dev-run backends (see measure())
@@ -195,6 +204,7 @@ class BenchSession:
         if self.report_dir:
             if not self.overwrite:
                 self._refuse_foreign_folder(Path(self.report_dir))
+                self._refuse_unreadable_run(Path(self.report_dir))
             lock = RunLock(Path(self.report_dir))
             owner = lock.live_owner()
             if owner is not None:
@@ -212,6 +222,10 @@ class BenchSession:
         :meth:`__post_init__`; on an error the caller closes whatever was opened)."""
         from flarebench.bench.prices import price_for
 
+        try:  # the retriever and rerank options, before an endpoint is asked or a model loads
+            self.recipe.check()
+        except ValueError as e:
+            raise ConfigError(str(e), option="--retriever") from None
         try:
             backends = self.recipe.build(progress=self.progress)
         except LMUnavailable:
@@ -324,6 +338,20 @@ class BenchSession:
         if any(p.name != LOCK for p in run_dir.iterdir()):
             raise ConfigError(f"{run_dir} exists and holds no flarebench run; use --overwrite or another --report-dir")
 
+    def _refuse_unreadable_run(self, run_dir: Path) -> None:
+        """A run folder that cannot be resumed as it is (a run.json that is no run's, a file that is
+        a folder) refused before the model loads; :meth:`_open_run_dir` checks again, authoritatively."""
+        folder = os.strerror(errno.EISDIR)  # the lines of the authoritative checks, word for word
+        if (run_dir / LOCK).is_dir():
+            raise ConfigError(f"{run_dir / LOCK}: could not take the lock ({folder})")
+        if (run_dir / TRACES).is_dir():
+            raise ConfigError(f"{run_dir / TRACES}: cannot be read ({folder}); fix or delete it{_START_AGAIN}")
+        if (run_dir / RUN_JSON).exists() and not self.gating.active:  # a gated run says so itself
+            try:
+                read_run_json(run_dir / RUN_JSON)
+            except ConfigError as e:
+                raise ConfigError(f"{e}; use --overwrite to replace it") from None
+
     def _open_run_dir(self) -> Path:
         """Create, resume or refuse the run folder, holding its lock from here to :meth:`close`."""
         if self.report_dir:
@@ -383,7 +411,7 @@ class BenchSession:
                     if isinstance(e, TraceError)
                     else f"{run_dir / TRACES}: cannot be read ({e.strerror or e}); fix or delete it"
                 )
-                raise ConfigError(f"{what}, or use --overwrite to start the run again") from None
+                raise ConfigError(f"{what}{_START_AGAIN}") from None
             _clear(run_dir)
             self.log = TraceLog(run_dir / TRACES)
         self._write_run_json(run_dir, status="running")

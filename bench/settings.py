@@ -150,18 +150,17 @@ def _line_of(text: str, key: str) -> int | str:
     return "?"
 
 
-def locate(message: str, sources: dict[str, str]) -> str:
-    """``message`` about an option (it opens with the flag: ``--limit must be >= 1, got -3``)
-    prefixed with the config file, line and key the value came from, when it came from one."""
-    flag = re.match(r"--([a-z][a-z0-9-]*)", message)
-    if not flag:
-        return message
-    opt = next((o for o in RUN_OPTIONS if o.flag == flag.group()), None)
+def locate(message: str, sources: dict[str, str], option: str | None = None) -> str:
+    """``message`` about an option (the flag it opens with, ``--limit must be >= 1, got -3``, else
+    ``option``) prefixed with the config file, line and key the value came from, when it came from one."""
+    opening = re.match(r"--[a-z][a-z0-9-]*", message)
+    flag = opening.group() if opening else option
+    opt = next((o for o in RUN_OPTIONS if o.flag == flag), None)
     source = sources.get(opt.dest) if opt else None
     if source is None or source in (COMMAND_LINE, DEFAULT):
         return message
-    path = Path(source)
-    return f"{path}:{_line_of(_text(path), flag.group(1))}: {flag.group(1)}: {message}"
+    path, key = Path(source), flag.removeprefix("--")
+    return f"{path}:{_line_of(_text(path), key)}: {key}: {message}"
 
 
 def _text(path: Path) -> str:

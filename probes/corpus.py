@@ -253,8 +253,12 @@ def _write(out: Path, files: dict[str, str]) -> None:
         if out.exists():
             old = out.with_name(f".{out.name}.old-{os.getpid()}")
             out.rename(old)
-            partial.rename(out)
-            shutil.rmtree(old)
+            try:
+                partial.rename(out)
+            except OSError:
+                old.rename(out)  # the set that was there stays as it was
+                raise
+            shutil.rmtree(old, ignore_errors=True)
         else:
             partial.rename(out)
     except OSError as e:  # a place _check_out could not foresee (root may write where nothing can be made)

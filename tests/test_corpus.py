@@ -160,6 +160,24 @@ def test_an_interrupted_build_leaves_the_set_as_it_was(capsys, tmp_path, monkeyp
     assert sorted(p.name for p in tmp_path.iterdir()) == ["set"]
 
 
+def test_a_failed_swap_puts_the_old_set_back(capsys, tmp_path, monkeypatch):
+    out = tmp_path / "set"
+    out.mkdir()
+    (out / "corpus.jsonl").write_text("old\n")
+    rename = Path.rename
+
+    def refused(self, target):  # the new set cannot take the old one's place (a full disk, say)
+        if self.name.startswith(".set.partial-"):
+            raise OSError(28, "No space left on device")
+        return rename(self, target)
+
+    monkeypatch.setattr(Path, "rename", refused)
+    code, printed = _build(capsys, FIXTURE, out, "--overwrite")
+    assert code == 2 and printed.endswith(f"\n--out {out}: cannot be written (No space left on device)\n")
+    assert [p.name for p in out.iterdir()] == ["corpus.jsonl"] and (out / "corpus.jsonl").read_text() == "old\n"
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["set"]
+
+
 def test_questions_from_csv(capsys, folder, tmp_path):
     (folder / "questions.jsonl").unlink()
     (folder / "questions.csv").write_text(

@@ -239,6 +239,14 @@ def _baseline_doc():
         ("[1, 2]", "not a flarebench baseline"),
         (lambda d: {**d, "version": 2}, "baseline version 2 is not supported (this flarebench reads 1)"),
         (lambda d: {**d, "metrics": {"single_time": {"em": "high"}}}, "metrics.single_time.em: not a number: 'high'"),
+        (
+            lambda d: {**d, "metrics": {"single_time": {"n": -5}}},
+            "metrics.single_time.n: expected a count (a whole number >= 0), got -5",
+        ),
+        (
+            lambda d: {**d, "metrics": {"single_time": {"errors": 0.5}}},
+            "metrics.single_time.errors: expected a count (a whole number >= 0), got 0.5",
+        ),
         (lambda d: {**d, "metrics": {}}, "metrics: holds no strategy"),
         (lambda d: {**d, "tolerances": {"em": {"drop": 1}}}, "tolerances.em: unknown kind 'drop'"),
         (lambda d: {k: v for k, v in d.items() if k != "config"}, "config: missing"),

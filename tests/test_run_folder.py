@@ -16,7 +16,7 @@ import pytest
 
 from flarebench.bench.runlock import LOCK
 from flarebench.strategies.registry import names
-from tests.scripted import run_cli
+from tests.scripted import ProbeAwareLM, run_cli
 
 names()
 
@@ -24,11 +24,11 @@ names()
 @pytest.fixture
 def no_model(monkeypatch):
     """Fail the test if the session gets as far as loading a model."""
+    monkeypatch.setattr("flarebench.bench.recipe.make_lm", _no_model)
 
-    def make_lm(*args, **kwargs):
-        raise AssertionError("the model was loaded before the options were checked")
 
-    monkeypatch.setattr("flarebench.bench.recipe.make_lm", make_lm)
+def _no_model(*args, **kwargs):
+    raise AssertionError("the model was loaded before the options were checked")
 
 
 def _run(run_dir: Path, *extra: str, limit: str = "2") -> tuple[int, str, str]:
@@ -276,14 +276,16 @@ def test_a_file_score_or_report_cannot_write_is_one_line_and_the_folder_is_left_
         (LOCK, "could not take the lock (Is a directory)"),
     ],
 )
-def test_resuming_a_folder_with_a_folder_in_place_of_a_file_is_one_line(scripted_run, scripted_lm, name, problem):
+def test_resuming_a_folder_with_a_folder_in_place_of_a_file_is_one_line(scripted_run, monkeypatch, name, problem):
     path = scripted_run / name
     path.unlink(missing_ok=True)
     path.mkdir()
     before = _state(scripted_run)
+    monkeypatch.setattr("flarebench.bench.recipe.make_lm", _no_model)  # refused before the model loads
     assert _one_line(*_resume(scripted_run)[::2]) == f"flarebench: {path}: {problem}"
     assert _state(scripted_run) == before
     if name != LOCK:  # as the line says, --overwrite starts the run again
+        monkeypatch.setattr("flarebench.bench.recipe.make_lm", lambda *args, **kwargs: ProbeAwareLM())
         code, out, err = _resume(scripted_run, "--overwrite")
         assert code == 0, out + err
         assert len((scripted_run / "traces.jsonl").read_text().splitlines()) == 3

@@ -143,6 +143,25 @@ def test_a_bad_value_from_the_file_names_the_file_line_and_key(tmp_path, monkeyp
     assert code == 2 and err.startswith(f"flarebench: --{key} must be >= 1")
 
 
+@pytest.mark.parametrize(
+    "line, opening",
+    [
+        ("probes = 'nosuch'", "probes: no probe set named or at 'nosuch'"),
+        ("strategy = ['nosuch']", "strategy: unknown strategy 'nosuch'"),
+        ("retriever = 'nosuch'", "retriever: unknown retriever spec 'nosuch'"),
+        ("lm = 'nosuch:x'", "lm: unknown LM spec 'nosuch:x'"),
+        ("judge = 'bad'", "judge: unknown judge spec 'bad'"),
+        ("plugin = ['nosuchmod']", "plugin: --plugin nosuchmod: no module named 'nosuchmod'"),
+    ],
+)
+def test_a_value_whose_message_does_not_open_with_its_flag_is_named_too(tmp_path, monkeypatch, line, opening):
+    path = _write(tmp_path, "flarebench.toml", f"limit = 1\n{line}\n")
+    monkeypatch.chdir(tmp_path)
+    code, out, err = run_cli("run")
+    assert code == 2 and err.startswith(f"flarebench: {path}:2: {opening}"), err
+    assert not (tmp_path / "runs").exists()
+
+
 def test_a_cli_run_takes_the_file_and_records_where_values_came_from(tmp_path, monkeypatch, scripted_lm):
     _write(tmp_path, "flarebench.toml", 'strategy = ["no_retrieval"]\nlimit = 3\nreport-dir = "runs/x"\n')
     monkeypatch.chdir(tmp_path)
