@@ -243,8 +243,10 @@ def test_an_errored_probe_of_a_service_is_not_a_missing_value(service, tmp_path)
     spec = f"http:url={service.url}"
     summary = _summary(tmp_path, spec, _strategy(service.url), [P("p1", "q1"), P("p2", "q2")])
     row = summary.iloc[0]
-    # As for every strategy, an errored probe counts its lost calls as 0 (errors says how many).
-    assert row["errors"] == 1 and row["lm_calls_per_q"] == 1.0 and row["retrievals_per_q"] == 1.0
+    # As for every strategy, an errored probe is left out of the usage columns (what it used is
+    # unknown; errors says how many, and a note): they are the answered probe's.
+    assert row["errors"] == 1 and row["lm_calls_per_q"] == 2.0 and row["retrievals_per_q"] == 2.0
+    assert any(n.startswith(f"{spec}: 1 of 2 probes raised an error") for n in summary.attrs["notes"])
     assert [n for n in summary.attrs["notes"] if "reported no" in n] == [
         f"evaluated_tokens_per_q: missing for {spec}: the service reported no evaluated_tokens"  # on its one answer
     ]

@@ -337,7 +337,7 @@ def test_retrieval_rate_excludes_first_hop():
         ],
         strategy="flare_direct:theta=1",
     )
-    none = trace([], strategy="no_retrieval")  # no steps at all: rate 0, not a division error
+    none = trace([], strategy="no_retrieval")  # no steps at all: no rate (missing), not 0 or a division error
     rows = _rows([(single, probe), (flare, probe), (every, probe), (none, probe)])
     s = summarize(rows).set_index("strategy")
     assert s.loc["single_time", "retrieval_rate"] == 0.0
@@ -346,7 +346,7 @@ def test_retrieval_rate_excludes_first_hop():
     assert s.loc["flare_direct", "retrievals_per_q"] == 3.0
     assert s.loc["flare_direct:theta=1", "retrieval_rate"] == 1.0
     assert s.loc["flare_direct:theta=1", "retrievals_per_q"] == 3.0
-    assert s.loc["no_retrieval", "retrieval_rate"] == 0.0
+    assert math.isnan(s.loc["no_retrieval", "retrieval_rate"])
 
 
 def test_retrieval_rate_is_ratio_of_sums_over_probes():
@@ -404,6 +404,38 @@ def test_errors_counted_and_scored_zero():
     # even if a row carries a score (edited / reloaded rows), an error counts as 0
     rows.loc[1, "em"] = 1.0
     assert summarize(rows).iloc[0]["em"] == 0.5
+
+
+def test_a_probe_that_raised_is_left_out_of_what_it_used_and_said():
+    # The runner keeps an empty trace for a probe that raised: its calls, tokens, retrievals and
+    # time are unknown, not 0. They are left out of those columns, never averaged in as 0.
+    probe = FakeProbe("p1", answers=["cat"], gold_doc_ids=["d1"])
+    step = Step("s", lm_calls=[call(prompt=300, completion=20)], retrievals=[ret(FIRST_HOP), ret()])
+    ok = trace([step, Step("s2")], answer="cat", seconds=4.0)
+    bad = trace([], answer=None, probe_id="p2", seconds=0.01, error="RuntimeError: x (a.py:1)", stop_reason="error")
+    down = [trace([], answer=None, probe_id=p, strategy="down", error="LMError: gone", stop_reason="error")
+            for p in ("p1", "p2")]  # fmt: skip
+    other = FakeProbe("p2", answers=["cat"], gold_doc_ids=["d1"])
+    rows = _rows([(ok, probe), (bad, other), (down[0], probe), (down[1], other)])
+    s = summarize(rows, reference="down").set_index("strategy")
+    half = s.loc["s"]
+    assert (half["n"], half["errors"], half["em"]) == (2, 1, 0.5)  # scored 0 in em
+    assert (half["lm_calls_per_q"], half["prompt_tokens_per_q"], half["retrievals_per_q"]) == (1.0, 300.0, 2.0)
+    assert (half["retrieval_rate"], half["recall"], half["triggered_share"]) == (0.5, 1.0, 1.0)
+    assert half["latency_p50_s"] == half["latency_p95_s"] == 4.0  # not the 0.01 s of the probe that raised
+    assert pd.isna(half["latency_p95_untriggered_s"])
+    # Every probe raised: nothing it used is known, so every such column is missing, not 0.
+    none = s.loc["down"]
+    assert (none["n"], none["errors"], none["em"], none["f1"]) == (2, 2, 0.0, 0.0)
+    for column in ("lm_calls_per_q", "retrieval_rate", "recall", "latency_p95_s", "harness_share", "triggered_share"):
+        assert pd.isna(none[column]), column
+    assert pd.isna(half["tokens_rel_blended"])  # the reference used nothing known
+    notes = summarize(rows, reference="down").attrs["notes"]
+    assert (
+        "s: 1 of 2 probes raised an error, first: RuntimeError: x (a.py:1); they score 0 in em and f1, and "
+        "its cost, token, retrieval, recall and latency columns average the 1 that finished" in notes
+    )
+    assert any(n.startswith("down: every probe raised an error (the delta reference: ") for n in notes)
 
 
 def test_summary_scores_mean_and_recall_skips_probes_without_gold():

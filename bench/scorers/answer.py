@@ -65,6 +65,7 @@ def answer_row(trace: Trace, probe: Any, row: Mapping[str, Any]) -> dict[str, An
     ),
     Column("f1_lenient", "As f1, with the same last-clause fallback as em_lenient.", better=HIGHER),
     order=20,
+    scores_errors=True,
     per_probe=answer_row,
     needs=("em", "f1"),
 )

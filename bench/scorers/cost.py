@@ -77,8 +77,8 @@ def price_note(scoring: Scoring) -> str:
         "cost_per_q",
         "Mean USD per question from the price table (bench/prices.toml or --prices): prompt "
         "tokens SENT (a hosted API bills every token sent, cached prefix or not) x prompt price + completion "
-        "tokens x completion price (per 1M tokens) + retriever calls x price per retrieval; errored probes "
-        "included. Local models (llamacpp:*) are priced at 0; empty when the model has no price.",
+        "tokens x completion price (per 1M tokens) + retriever calls x price per retrieval; over the probes "
+        "that finished. Local models (llamacpp:*) are priced at 0; empty when the model has no price.",
         better=LOWER,
     ),
     order=70,
@@ -88,8 +88,8 @@ def price_note(scoring: Scoring) -> str:
     findings=unreported_usage,
 )
 def cost(g: Group) -> dict[str, float]:
-    """Means over every probe, failed ones included (their calls were made, and billed); NaN where
-    a service did not report a count on some probe. cost_per_q is NaN without a price, and for a
+    """Means over the probes that finished (what a probe that raised used is unknown); NaN where a
+    service did not report a count on some probe. cost_per_q is NaN without a price, and for a
     service under test: its own model is not the run's LM the price is for."""
     price = g.scoring.price
     if price is not None and not g.service.any():

@@ -55,6 +55,7 @@ def paired(mine: pd.Series, theirs: pd.Series, statistic: Statistic | None = Non
     Column("f1_delta_hi", "Upper end of that interval.", better=HIGHER),
     Column("f1_delta_sig", "True where the 95% interval of f1_delta excludes 0."),
     order=120,
+    scores_errors=True,
     needs=_METRICS,
     settings=reference_note,
 )

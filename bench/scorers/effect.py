@@ -43,6 +43,7 @@ QUALITY = "f1"
         "errors counted 0, averaged over the probes all of them answered (n); its other columns are empty.",
     ),
     order=15,
+    scores_errors=True,
 )
 def bound(g: Group) -> dict[str, Any]:
     """The kind of bound this strategy is (the first spec of each kind, preferring the default one)."""
@@ -107,6 +108,7 @@ _EFFECT = (
         better=HIGHER,
     ),
     order=125,
+    scores_errors=True,
     needs=(QUALITY,),
     settings=_note,
 )

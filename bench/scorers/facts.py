@@ -106,6 +106,7 @@ def _note(summary: pd.DataFrame, scoring: Scoring) -> list[str]:
         optional=True,
     ),
     order=45,
+    scores_errors=True,
     per_probe=facts_row,
     findings=_note,
 )

@@ -61,6 +61,7 @@ def method_note(scoring: Scoring) -> str:
         better=LOWER,
     ),
     order=40,
+    scores_errors=True,
     settings=method_note,
 )
 def faithfulness(g: Group) -> dict[str, Any]:

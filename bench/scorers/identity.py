@@ -5,7 +5,9 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from flarebench.bench.scorers.registry import HIGHER, LOWER, Column, Group, scorer
+import pandas as pd
+
+from flarebench.bench.scorers.registry import HIGHER, LOWER, Column, Group, Scoring, scorer
 from flarebench.strategies.records import Trace
 
 
@@ -13,6 +15,26 @@ def identity_row(trace: Trace, probe: Any, row: Mapping[str, Any]) -> dict[str, 
     """``service``: whether the trace came from a service under test (``http``), whose row holds
     NaN, never 0, where the service did not report a quantity (the scorers after this one)."""
     return {"service": trace.service is not None}
+
+
+def errored(summary: pd.DataFrame, scoring: Scoring) -> list[str]:
+    """One line per strategy with probes that raised: how many, the first error, and what that
+    does to its row (the reference's line says so, as every delta then rests on it)."""
+    lines = []
+    for _, row in summary.iterrows():
+        rows = scoring.groups.get(row["strategy"])
+        if rows is None or not (failed := Group(row["strategy"], rows, scoring).failed).any():
+            continue
+        first = str(rows.loc[failed, "error"].iloc[0]).splitlines()[0]
+        every = "every probe" if failed.all() else f"{int(failed.sum())} of {len(rows)} probes"
+        rest = "columns are empty" if failed.all() else f"columns average the {int((~failed).sum())} that finished"
+        reference = row["strategy"] == scoring.reference
+        role = " (the delta reference: the deltas compare with 0 on these probes)" if reference else ""
+        lines.append(
+            f"{row['strategy']}: {every} raised an error{role}, first: {first}; they score 0 in em and f1, "
+            f"and its cost, token, retrieval, recall and latency {rest}"
+        )
+    return lines
 
 
 @scorer(
@@ -31,14 +53,17 @@ def identity_row(trace: Trace, probe: Any, row: Mapping[str, Any]) -> dict[str, 
     ),
     Column(
         "errors",
-        "Number of probes whose run raised an error; they are scored 0 for EM and F1 and are not "
-        "counted as incomplete answers.",
+        "Number of probes whose run raised an error; they are scored 0 for EM and F1, are not "
+        "counted as incomplete answers, and are left out of the cost, token, retrieval, recall and "
+        "latency columns (what they used before they raised is unknown).",
         better=LOWER,
         tolerance={"max_rise": 0},
         always_gated=True,
     ),
     order=10,
+    scores_errors=True,
     per_probe=identity_row,
+    findings=errored,
 )
 def identity(g: Group) -> dict[str, Any]:
     """The spec, the probes scored and the probes that raised."""

@@ -90,6 +90,7 @@ def incomplete_flags(g: Group) -> pd.Series:
     ),
     *(Column(f"incomplete_{r}", _DOCS[r], better=LOWER) for r in INCOMPLETE_REASONS),
     order=50,
+    scores_errors=True,
     per_probe=incomplete_row,
 )
 def incomplete(g: Group) -> dict[str, float]:

@@ -34,6 +34,7 @@ def latency_row(trace: Trace, probe: Any, row: Mapping[str, Any]) -> dict[str, f
     needs=("latency_s",),
 )
 def latency(g: Group) -> dict[str, float]:
-    """numpy's default percentile method (linear interpolation)."""
-    p50, p95 = np.percentile(g.rows["latency_s"].astype(float).to_numpy(), [50, 95])
+    """numpy's default percentile method (linear interpolation); missing when no probe finished."""
+    seconds = g.rows["latency_s"].astype(float).to_numpy()
+    p50, p95 = np.percentile(seconds, [50, 95]) if len(seconds) else (np.nan, np.nan)
     return {"latency_p50_s": float(p50), "latency_p95_s": float(p95)}

@@ -136,8 +136,16 @@ class Group:
 
     @cached_property
     def failed(self) -> pd.Series:
-        """True on the rows whose probe raised an error."""
+        """True on the rows whose probe raised an error (none, for rows without an ``error`` column)."""
+        if "error" not in self.rows:
+            return pd.Series(False, index=self.rows.index)
         return self.rows["error"].notna() & (self.rows["error"].astype(str) != "")
+
+    @cached_property
+    def finished(self) -> Group:
+        """This group without the rows whose probe raised: what a scorer that does not score errors
+        sees (see :func:`scorer`), as what such a probe used before it raised is unknown."""
+        return Group(self.strategy, self.rows[~self.failed], self.scoring)
 
     def scores(self, column: str) -> pd.Series:
         """``column`` as floats, 0 on failed rows: a probe that raised is a wrong answer, whatever
@@ -199,8 +207,9 @@ def probes_without(group: Group, column: str) -> str:
 
 
 def ratio(num: float, den: float) -> float:
-    """``num / den`` as a float; 0 when ``den`` is 0 (nothing to divide: no steps, no time, no calls)."""
-    return float(num) / float(den) if den else 0.0
+    """``num / den`` as a float; NaN (missing) when ``den`` is 0: nothing to divide (no steps, no
+    time, no calls), which is no rate at all rather than a rate of 0."""
+    return float(num) / float(den) if den else float("nan")
 
 
 #: Per-probe values: (trace, probe, the row so far) -> {row column: value}.
@@ -220,9 +229,10 @@ class Scorer:
     needs: tuple[str, ...] = ()
     settings: Callable[[Scoring], str] | None = None
     findings: Callable[[pd.DataFrame, Scoring], list[str]] | None = None
+    scores_errors: bool = False
 
     def __call__(self, group: Group) -> dict[str, Any]:
-        values = dict(self.summarize(group))
+        values = dict(self.summarize(group if self.scores_errors else group.finished))
         unknown = [c for c in values if c not in {col.name for col in self.columns}]
         if unknown:
             raise ScorerError(f"scorer {self.name} returned undeclared column(s): {', '.join(unknown)}")
@@ -240,6 +250,7 @@ def scorer(
     needs: Sequence[str] = (),
     settings: Callable[[Scoring], str] | None = None,
     findings: Callable[[pd.DataFrame, Scoring], list[str]] | None = None,
+    scores_errors: bool = False,
 ) -> Callable[[Callable[[Group], Mapping[str, Any]]], Scorer]:
     """Register the decorated function ``f(group) -> {column: value}`` as the scorer of ``declared``.
 
@@ -250,6 +261,11 @@ def scorer(
     price, a reference; "" for none); ``findings(summary, scoring)`` gives the lines a reader must not miss.
     Settings notes come before findings, each in scorer order. The decorator returns the
     :class:`Scorer`, named after the function.
+
+    A probe that raised left an empty trace: what it used before it raised is unknown. So the
+    function sees the probes that finished (:attr:`Group.finished`), and its columns are missing
+    when none did; ``scores_errors=True`` gives it every row instead, for a column that has a value
+    for a probe that raised (``n`` and ``errors`` count it, ``em`` and ``f1`` score it 0).
     """
     if not declared:
         raise ScorerError("a scorer declares at least one column")
@@ -266,7 +282,9 @@ def scorer(
         clash = [f"{c} ({owner[c]})" for c in names if c in owner] + [c for c in names if names.count(c) > 1]
         if clash:
             raise ScorerError(f"scorer {name}: column(s) declared elsewhere: {', '.join(dict.fromkeys(clash))}")
-        _SCORERS[name] = Scorer(name, order, tuple(declared), fn, per_probe, tuple(needs), settings, findings)
+        _SCORERS[name] = Scorer(
+            name, order, tuple(declared), fn, per_probe, tuple(needs), settings, findings, scores_errors
+        )
         return _SCORERS[name]
 
     return register

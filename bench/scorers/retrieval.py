@@ -59,7 +59,7 @@ def unlisted(g: Group) -> str | None:
     Column(
         "retrieval_rate",
         "Generation steps that triggered a retrieval (the first-hop retrieval with the "
-        "question not counted) divided by generation steps, summed over all probes; 0 when there are no steps.",
+        "question not counted) divided by generation steps, summed over all probes; empty when there are no steps.",
         better=LOWER,
     ),
     Column(

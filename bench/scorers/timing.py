@@ -43,7 +43,7 @@ def unreported_time(summary: pd.DataFrame, scoring: Scoring) -> list[str]:
     ),
     Column(
         "harness_share",
-        "Harness seconds divided by wall seconds, summed over all probes, 0-1; 0 when no time was recorded.",
+        "Harness seconds divided by wall seconds, summed over all probes, 0-1; empty when no time was recorded.",
         better=LOWER,
     ),
     order=100,
@@ -52,7 +52,7 @@ def unreported_time(summary: pd.DataFrame, scoring: Scoring) -> list[str]:
     findings=unreported_time,
 )
 def timing(g: Group) -> dict[str, float]:
-    """Means over every probe; the harness share is a ratio of sums. NaN for a service under test."""
+    """Means over the probes; the harness share is a ratio of sums. NaN for a service under test."""
     harness = g.rows["harness_s"].astype(float)
     return {
         "lm_s_per_q": g.mean_of_all("lm_s"),

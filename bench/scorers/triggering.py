@@ -105,13 +105,13 @@ def fired(g: Group) -> pd.Series:
     needs=("probe_id", "triggered_steps", "latency_s", "prompt_tokens", "completion_tokens", "retrievals"),
 )
 def triggering(g: Group) -> dict[str, Any]:
-    """Failed probes are included throughout: their calls were made and their time was spent."""
+    """Over the probes that finished, the reference's too: what a probe that raised used is unknown."""
     fired_rows = fired(g)
     latency = g.rows["latency_s"].astype(float)
     triggered_ids = list(dict.fromkeys(g.rows.loc[fired_rows, "probe_id"].astype(str)))
     all_ids = list(dict.fromkeys(g.rows["probe_id"].astype(str)))
     reference = g.scoring.reference
-    ref = Group(reference, g.scoring.groups[reference], g.scoring) if reference in g.scoring.groups else None
+    ref = Group(reference, g.scoring.groups[reference], g.scoring).finished if reference in g.scoring.groups else None
     tokens, ref_tokens = _tokens(g), _tokens(ref) if ref is not None else None
     cost, ref_cost = _cost(g), _cost(ref) if ref is not None else None
     if g.rows["triggered_steps"].isna().any():  # a service under test: where it retrieved is unknown
