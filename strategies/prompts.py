@@ -205,12 +205,19 @@ def template(answer_form: str = "short", open_book: bool = True) -> PromptTempla
 
 
 _ANSWER_RE = re.compile(r"answer is:?\s*(.+)", re.IGNORECASE)
+_STATEMENT_RE = re.compile(r"answer is", re.IGNORECASE)
 
 
 def extract_answer(output: str) -> str | None:
-    """The final answer stated in ``output`` ("... So the answer is X."), or None if there is none."""
-    m = _ANSWER_RE.search(output)
-    if not m:
+    """The final answer stated in ``output`` ("... So the answer is X."), or None if there is none:
+    the text after the last "answer is" (a colon after it allowed, "So" not needed; the text may
+    begin on the next line), up to the end of its sentence. The last: an answer that corrects itself
+    ("So the answer is A. ... So the answer is B.") ends with the one it gives."""
+    # Statements can sit on one line, so the last is found from its start ("answer is"), not by
+    # matching statements in turn (the first one's text would take in the rest of its line).
+    starts = [s.start() for s in _STATEMENT_RE.finditer(output)]
+    m = next((m for at in reversed(starts) if (m := _ANSWER_RE.match(output, at))), None)
+    if m is None:
         return None
     # Only the statement's own sentence: an output may run on past it ("X. The answer is X").
     answer = first_sentence(m.group(1).split("\n")[0]).strip()

@@ -30,6 +30,9 @@ def test_closed_book_has_no_documents():
         ("So the answer is 0204-03-12.", "0204-03-12"),
         ("No statement here.", None),
         ("So the answer is .", None),
+        # the last statement: an answer that corrects itself ends with the one it gives
+        ("So the answer is Patsy Cormier. She is his aunt. So the answer is Sol Cormier.", "Sol Cormier"),
+        ("The answer is:\n\nRosa Tull.", "Rosa Tull"),  # begun on the next line
     ],
 )
 def test_extract_answer(output, answer):

@@ -42,8 +42,9 @@ def answer_row(trace: Trace, probe: Any, row: Mapping[str, Any]) -> dict[str, An
 @scorer(
     Column(
         "em",
-        'Mean exact match, 0-1, of the answer stated after "So the answer is" (an output without that '
-        "statement scores 0 here): SQuAD-normalised answer equals a gold alias; exact set match for list "
+        'Mean exact match, 0-1, of the answer stated after the last "answer is" ("So the answer is X", '
+        '"The answer is: X"; an output without that statement scores 0 here): SQuAD-normalised answer '
+        "equals a gold alias; exact set match for list "
         "answers; for yes/no questions accuracy of the first yes/no word of the answer. An answer whose words "
         "all come from the question and that is not an exact gold match scores 0.",
         better=HIGHER,
