@@ -167,17 +167,25 @@ def score_triggers(traces: list[Trace], rows: pd.DataFrame) -> TriggerScores:
             notes.append(
                 f"{spec} ran with ignore_terms or ignore_known: the post-hoc scores judge every token of its drafts"
             )
-        if any(c.logprobs is None for c in calls if c.tokens):
+        # A draft without logprobs is not judged (its probe is left out when it has no other).
+        drafted = [c for c in calls if c.tokens]
+        judged = [c for c in drafted if c.logprobs is not None]
+        if not judged:
             skipped.append(Skipped(spec, None, f"the drafts carry no logprobs ({HINT})"))
             continue
+        if len(judged) < len(drafted):
+            notes.append(
+                f"{spec}: {len(drafted) - len(judged)} of its {len(drafted)} drafts carry no logprobs: "
+                "they are not judged, and a probe without a judged draft is left out"
+            )
         drafts = [[judged_draft(c) for c in draft_calls(t)] for t, _ in answered]
         right = [r for _, r in answered]
         for cls in probability_triggers():
-            missing = lacks(cls, calls)
+            missing = lacks(cls, judged)
             if missing:
                 skipped.append(Skipped(spec, cls.name, f"{missing} ({HINT})"))
                 continue
-            if cls.entropy and any(c.entropies is None for c in calls):
+            if cls.entropy and any(c.entropies is None for c in judged):
                 notes.append(
                     f"{spec}: entropy bounded from its drafts' top alternatives (no entropies recorded): "
                     "a lower bound of the entropy"

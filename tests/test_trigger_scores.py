@@ -200,6 +200,23 @@ def test_adaptive_judges_its_whole_draft_and_drafts_without_logprobs_are_skipped
     ]
 
 
+def test_a_draft_without_logprobs_is_left_out_and_said_not_the_whole_strategy():
+    # b's draft lost its logprobs (a run edited, or an endpoint that returned none on one call):
+    # min_prob is judged on the other drafts, and b, with no judged draft, is left out.
+    b = call([" Alpha", " is", " one", "."], [0.49, 0.9, 0.9, 0.9], logprobs=False)
+    traces = [TRACES[0], trace("flare_direct", "b", b), *TRACES[2:4]]
+    scores = score_triggers(traces, rows({k: EM[k] for k in "abcd"}))
+    r = _row(scores.frame, "flare_direct", "min_prob")
+    # a 0.59 (right), c 0.69 (right), d 0.64 (wrong): right above wrong in 1 of 2 pairs.
+    assert (r["probes"], r["wrong"], r["drafts"]) == (3, 1, 5)
+    assert r["auroc"] == pytest.approx(0.5)
+    assert (
+        "flare_direct: 1 of its 5 drafts carry no logprobs: they are not judged, and a probe without a "
+        "judged draft is left out" in scores.notes
+    )
+    assert not any(line.startswith("every probability trigger on flare_direct") for line in scores.skipped_lines())
+
+
 def test_on_the_committed_theta_sweep_min_prob_post_hoc_is_each_runs_own_gate():
     """A real run: at the threshold each sweep point ran with, the post-hoc min_prob rate is its
     retrieval_rate, and its AUROC its gate_auroc (both from the same drafts, no ignore options)."""
