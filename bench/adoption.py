@@ -210,7 +210,9 @@ STREAMING = (
         "p95 time to first sentence",
         "ttfs_p95_s",
         SECONDS,
-        "",
+        "95th percentile of the time to the first sentence shown, over the answers with a sentence; the "
+        "difference is of the two p95s over the probes both showed a sentence on, its interval from the "
+        "same paired resamples",
         "no answer showed a sentence",
         _per_probe("ttfs_s"),
         statistic=p95,
@@ -219,7 +221,9 @@ STREAMING = (
         "p95 mid-answer stall",
         "stall_p95_s",
         SECONDS,
-        "",
+        "95th percentile of the longest wait between two consecutive shown sentences, over the answers "
+        "with two sentences or more; the difference is of the two p95s over the probes where both answers "
+        "have two, its interval from the same paired resamples",
         "no answer has two sentences",
         _per_probe("stall_s"),
         statistic=p95,
@@ -425,7 +429,8 @@ def intro(a: Adoption) -> str:
     return (
         f"Before: the reference strategy `{a.reference}` (--reference); after: each other strategy of the "
         "run, on the same probes. The difference is after minus before; where a row is a per-probe "
-        f"quantity, [lo, hi] is its 95% paired-bootstrap interval over the probes both answered "
+        "quantity, it is taken over the probes both have a value for (a percentile's row says so: it can "
+        f"then differ from after minus before), and [lo, hi] is its 95% paired-bootstrap interval "
         f"({RESAMPLES:,} resamples, seed {SEED}, as the delta columns), * where it excludes 0. "
         f"{MISSING} marks a value that cannot be computed, with the reason; a missing value is never 0."
     )
