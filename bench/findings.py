@@ -56,17 +56,24 @@ def _retrieval_helps(summary: pd.DataFrame) -> str | None:
     if "no_retrieval" not in rows or len(rows) < 2:
         return None
     base = rows["no_retrieval"][QUALITY]
+    # A strategy that never retrieved (tool_search whose model never called its tool) answered
+    # closed-book: no evidence either way. Missing counts (a service) are kept.
+    never = [s for s, r in rows.items() if s != "no_retrieval" and r.get("retrievals_per_q") == 0]
+    rows = {s: r for s, r in rows.items() if s not in never}
+    if len(rows) < 2:
+        return None
     better = [s for s, r in rows.items() if s != "no_retrieval" and r[QUALITY] > base]
+    left_out = f"{', '.join(never)}, which never retrieved, left out; " if never else ""
     if not better:
         return (
             f"Retrieval does not help here: no strategy beats no_retrieval's {QUALITY.upper()} of {_fmt(base)} "
-            "(the FLARE and IRCoT papers find that it does on multi-hop questions; this model does not turn "
+            f"({left_out}the FLARE and IRCoT papers find that it does on multi-hop questions; this model does not turn "
             "the passages into answers)."
         )
     helps = (
         f"Retrieval helps on average: {len(better)} of {len(rows) - 1} strategies score a higher "
-        f"{QUALITY.upper()} than no_retrieval's {_fmt(base)} (best: {max(better, key=lambda s: rows[s][QUALITY])}, "
-        f"{_fmt(max(rows[s][QUALITY] for s in better))})"
+        f"{QUALITY.upper()} than no_retrieval's {_fmt(base)} ({left_out}best: "
+        f"{max(better, key=lambda s: rows[s][QUALITY])}, {_fmt(max(rows[s][QUALITY] for s in better))})"
     )
     reference = summary["delta_reference"].dropna()
     if reference.empty or reference.iloc[0] != "no_retrieval":
