@@ -10,9 +10,9 @@ fixed_interval's interval, flare_instruct's search_bias) is swept over its grid:
   log2(grid) runs, and the closer one is chosen, so the choice is within one grid step of the value
   that would hit the target exactly. Where the rates met on the way are not monotone after all (a
   small dev part is noisy), every grid value is run and the closest is chosen;
-* to maximise an **objective under a budget** (``--objective f1 --budget retrieval_rate<=0.5``) over
-  the whole grid: the best objective among the values within budget (none within: the one closest
-  to it, marked infeasible).
+* to make an **objective under a budget** best (``--objective f1 --budget retrieval_rate<=0.5``:
+  maximised, or minimised for a column whose lower values are better) over the whole grid: the best
+  objective among the values within budget (none within: the one closest to it, marked infeasible).
 
 The chosen value then runs on the test part, and the figures a report quotes are the test ones:
 a threshold is chosen on data it is not judged on.
@@ -48,12 +48,14 @@ class CalibrationError(ValueError):
 @dataclass(frozen=True)
 class Goal:
     """What calibration aims at: ``metric = value`` (a target), or ``metric <= value`` /
-    ``metric >= value`` (a budget) under which ``objective`` is maximised."""
+    ``metric >= value`` (a budget) under which ``objective`` is made best: maximised, or minimised
+    where ``lower`` (a column whose lower values are better: ``incomplete_rate``)."""
 
     metric: str
     op: str
     value: float
     objective: str | None = None
+    lower: bool = False
 
     @property
     def is_target(self) -> bool:
@@ -61,7 +63,7 @@ class Goal:
 
     def describe(self) -> str:
         text = f"{self.metric}{self.op}{self.value:g}"
-        return text if self.is_target else f"max {self.objective} with {text}"
+        return text if self.is_target else f"{'min' if self.lower else 'max'} {self.objective} with {text}"
 
     def miss(self, realised: float) -> float:
         """How far ``realised`` is from the target, or beyond the budget (0 within it); NaN when
@@ -78,9 +80,18 @@ class Goal:
         return not self.is_target and self.miss(realised) == 0.0
 
 
-def parse_goal(text: str, objective: str | None, columns: Sequence[str], option: str) -> Goal:
+#: The scorers whose columns compare a strategy with other ones (the reference, the bounds): a dev
+#: point runs one strategy alone, so they have no value there and cannot be a goal.
+_COMPARING = ("deltas", "effect")
+
+
+def parse_goal(text: str, objective: str | None, option: str) -> Goal:
     """``METRIC=V`` (a target) or ``METRIC<=V`` / ``METRIC>=V`` (a budget, ``objective`` default
-    f1), its metrics checked against the summary ``columns``; a CalibrationError naming ``option``."""
+    f1), its metrics checked against the summary columns the scorers declare (long-answer ones
+    included); a CalibrationError naming ``option``. The objective is maximised, or minimised where
+    its column declares lower values better."""
+    from flarebench.bench.scorers.registry import LOWER, columns, scorers
+
     m = _GOAL.match(text or "")
     if not m:
         raise CalibrationError(f"{option}: expected METRIC=VALUE or METRIC<=VALUE, got {text!r}")
@@ -89,12 +100,26 @@ def parse_goal(text: str, objective: str | None, columns: Sequence[str], option:
         value = float(raw)
     except ValueError:
         raise CalibrationError(f"{option}: {raw!r} is not a number") from None
+    better = {c.name: c.better for c in columns()}
+    comparing = {c.name for s in scorers() if s.name in _COMPARING for c in s.columns}
     for flag, name in ((option, metric), ("--objective", objective)):
-        if name is not None and name not in columns:
+        if name is None:
+            continue
+        if name not in better:
             raise CalibrationError(f"{flag}: {name!r} is not a summary column (see docs/metrics.md)")
+        if name in comparing or "_rel_" in name:
+            raise CalibrationError(
+                f"{flag}: {name} compares with other strategies, which a dev point does not run; use a "
+                "column of the strategy's own (prompt_tokens_per_q, cost_per_q, retrieval_rate, ...)"
+            )
     if op == "=" and objective is not None:
         raise CalibrationError(f"--objective needs a budget ({metric}<={value:g}), not a target ({text})")
-    return Goal(metric, op, value, None if op == "=" else objective or "f1")
+    if op == "=":
+        return Goal(metric, op, value)
+    objective = objective or "f1"
+    if better[objective] is None:
+        raise CalibrationError(f"--objective: {objective} has no better direction (it describes, it does not rank)")
+    return Goal(metric, op, value, objective, lower=better[objective] == LOWER)
 
 
 def check_split(dev_fraction: float, tolerance: float = 0.0, n_probes: int | None = None) -> None:
@@ -279,8 +304,9 @@ def _best(seen: Mapping[int, Mapping[str, float]], goal: Goal) -> int | None:
         return min(usable, key=lambda i: (goal.miss(seen[i][goal.metric]), *cheap(i)))
     within = [i for i in usable if goal.within(seen[i][goal.metric])]
     if within:
+        sign = 1.0 if goal.lower else -1.0  # min of sign x objective: the best
         score = {i: seen[i].get(goal.objective, math.nan) for i in within}
-        return min(within, key=lambda i: (-score[i] if not math.isnan(score[i]) else math.inf, *cheap(i)))
+        return min(within, key=lambda i: (sign * score[i] if not math.isnan(score[i]) else math.inf, *cheap(i)))
     return min(usable, key=lambda i: (goal.miss(seen[i][goal.metric]), *cheap(i)))
 
 

@@ -84,7 +84,6 @@ def _run(args: argparse.Namespace, study: dict | None = None) -> int:
 
 def _compare(args: argparse.Namespace) -> int:
     from flarebench.bench.calibrate import CalibrationError, budget_plans, parse_goal
-    from flarebench.bench.metrics import SUMMARY_COLUMNS
     from flarebench.strategies.registry import expand
 
     specs = expand(args.strategy)
@@ -95,7 +94,7 @@ def _compare(args: argparse.Namespace) -> int:
             raise UserError("--objective needs --budget METRIC<=VALUE")
         return _run(args, study={"kind": "compare"})
     try:
-        goal = parse_goal(args.budget, args.objective, SUMMARY_COLUMNS, "--budget")
+        goal = parse_goal(args.budget, args.objective, "--budget")
         plans = budget_plans(specs, args.reference)
     except CalibrationError as e:
         raise UserError(str(e)) from None
@@ -104,7 +103,6 @@ def _compare(args: argparse.Namespace) -> int:
 
 def _calibrate(args: argparse.Namespace) -> int:
     from flarebench.bench.calibrate import CalibrationError, knob_of, parse_goal
-    from flarebench.bench.metrics import SUMMARY_COLUMNS
     from flarebench.strategies.registry import expand
 
     if not args.strategy:
@@ -116,9 +114,7 @@ def _calibrate(args: argparse.Namespace) -> int:
     except ValueError:
         raise UserError(f"--values: expected numbers separated by commas, got {args.values!r}") from None
     try:
-        goal = parse_goal(
-            args.target or args.budget, args.objective, SUMMARY_COLUMNS, "--target" if args.target else "--budget"
-        )
+        goal = parse_goal(args.target or args.budget, args.objective, "--target" if args.target else "--budget")
         plans = {spec: knob_of(spec, args.param, values) for spec in expand(args.strategy)}
     except CalibrationError as e:
         raise UserError(str(e)) from None
@@ -545,7 +541,10 @@ def _add_run_options(parser: argparse.ArgumentParser, helps: dict[str, str] | No
 def _add_calibration_options(parser: argparse.ArgumentParser, budget_help: str) -> None:
     parser.add_argument("--budget", metavar="METRIC=VALUE", help=budget_help)
     parser.add_argument(
-        "--objective", metavar="METRIC", help="with a METRIC<=VALUE budget: the figure to maximise (default: f1)"
+        "--objective",
+        metavar="METRIC",
+        help="with a METRIC<=VALUE budget: the figure to make best: maximised, or minimised where lower is better "
+        "(incomplete_rate, latency_p95_s) (default: f1)",
     )
     parser.add_argument(
         "--dev-fraction",

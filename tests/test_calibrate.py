@@ -9,6 +9,7 @@ import pytest
 from flarebench.bench.calibrate import (
     CalibrationError,
     Goal,
+    _best,
     budget_plans,
     calibrate,
     calibration_table,
@@ -17,7 +18,6 @@ from flarebench.bench.calibrate import (
     parse_goal,
     split,
 )
-from flarebench.bench.metrics import SUMMARY_COLUMNS
 from flarebench.bench.report import summary_frame
 from flarebench.probes.load import Probe
 from flarebench.strategies.registry import parse_spec
@@ -27,10 +27,28 @@ from tests.scripted import ScriptedLM, ScriptedRetriever
 
 
 def test_a_target_and_a_budget_are_parsed_with_f1_the_default_objective():
-    assert parse_goal("retrieval_rate=0.5", None, SUMMARY_COLUMNS, "--target") == Goal("retrieval_rate", "=", 0.5)
-    budget = parse_goal("retrieval_rate <= 0.3", None, SUMMARY_COLUMNS, "--budget")
+    assert parse_goal("retrieval_rate=0.5", None, "--target") == Goal("retrieval_rate", "=", 0.5)
+    budget = parse_goal("retrieval_rate <= 0.3", None, "--budget")
     assert budget == Goal("retrieval_rate", "<=", 0.3, "f1")
-    assert parse_goal("lm_calls_per_q>=2", "em", SUMMARY_COLUMNS, "--budget").objective == "em"
+    assert parse_goal("lm_calls_per_q>=2", "em", "--budget").objective == "em"
+    # A long-answer column (optional: only runs with long probes have it) is a goal like any other,
+    # and an objective whose lower values are better is minimised.
+    long = parse_goal("retrieval_rate<=0.3", "incomplete_or_wrong_rate", "--budget")
+    assert long == Goal("retrieval_rate", "<=", 0.3, "incomplete_or_wrong_rate", lower=True)
+    assert long.describe() == "min incomplete_or_wrong_rate with retrieval_rate<=0.3"
+    assert parse_goal("fact_recall>=0.5", None, "--budget").lower is False
+
+
+def test_the_best_point_within_budget_follows_the_objectives_direction():
+    seen = {
+        0: {"retrieval_rate": 0.1, "f1": 0.2, "incomplete_rate": 0.6},
+        1: {"retrieval_rate": 0.2, "f1": 0.4, "incomplete_rate": 0.2},
+        2: {"retrieval_rate": 0.9, "f1": 0.9, "incomplete_rate": 0.0},  # over budget
+    }
+    assert _best(seen, parse_goal("retrieval_rate<=0.5", "f1", "--budget")) == 1
+    assert _best(seen, parse_goal("retrieval_rate<=0.5", "incomplete_rate", "--budget")) == 1
+    seen[1]["incomplete_rate"] = 0.9  # now point 0 leaves fewer answers incomplete
+    assert _best(seen, parse_goal("retrieval_rate<=0.5", "incomplete_rate", "--budget")) == 0
 
 
 @pytest.mark.parametrize(
@@ -41,11 +59,15 @@ def test_a_target_and_a_budget_are_parsed_with_f1_the_default_objective():
         ("retreival_rate=0.5", None, "'retreival_rate' is not a summary column"),
         ("retrieval_rate<=0.5", "f2", "'f2' is not a summary column"),
         ("retrieval_rate=0.5", "f1", "--objective needs a budget"),
+        ("tokens_rel_blended<=2", None, "tokens_rel_blended compares with other strategies, which a dev point"),
+        ("retrieval_rate<=0.5", "f1_delta", "--objective: f1_delta compares with other strategies"),
+        ("retrieval_rate<=0.5", "helped", "--objective: helped compares with other strategies"),
+        ("retrieval_rate<=0.5", "faithfulness_method", "--objective: faithfulness_method has no better direction"),
     ],
 )
 def test_a_bad_goal_is_one_line_naming_the_option(text, objective, message):
     with pytest.raises(CalibrationError, match=message) as e:
-        parse_goal(text, objective, SUMMARY_COLUMNS, "--target")
+        parse_goal(text, objective, "--target")
     assert "\n" not in str(e.value)
 
 
