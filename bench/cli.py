@@ -168,7 +168,7 @@ def _calibrated(args: argparse.Namespace, plans: dict, goal, kind: str) -> int:
         study["dev_probe_ids"], study["test_probe_ids"] = dev_ids, test_ids
         dev = [p for p in session.selected if p.id in set(dev_ids)]
         test = [p for p in session.selected if p.id in set(test_ids)]
-        session.focus([spec for spec in plans if spec not in grids], test)
+        session.focus([spec for spec in plans if spec not in grids], test, final=False)
         results = []
         for spec, knob in plans.items():
             if knob is None:

@@ -198,6 +198,7 @@ class BenchSession:
         self._faithfulness: dict = {}  # (strategy, probe id) -> row, scored once per trace
         self._scored_at: tuple[int, list[Trace], Any] | None = None  # see _scored()
         self._dev: tuple | None = None  # calibration's dev-run backends (see measure())
+        self._more_to_come = False  # a calibration's specs are not all known yet (see focus())
         # A folder another process is writing is refused now, before the model loads (it is
         # checked again, authoritatively, when the lock is taken).
         self._lock: RunLock | None = None
@@ -527,10 +528,12 @@ class BenchSession:
         summary = summary_frame(traces, {p.id: p for p in probes}, price=self.price)
         return summary.iloc[0].to_dict() if len(summary) else {}
 
-    def focus(self, specs: list[str], probes: list) -> None:
+    def focus(self, specs: list[str], probes: list, final: bool = True) -> None:
         """From now on, summarise and report only ``specs`` on ``probes`` (a calibration's chosen
-        points on its test part); run.json records that selection, so `report` rebuilds the same."""
+        points on its test part); run.json records that selection, so `report` rebuilds the same.
+        Until a ``final`` focus the run is never ``complete``: the calibrated specs are still to come."""
         self.specs, self.selected = list(specs), list(probes)
+        self._more_to_come = not final
         self._scored_at = None
 
     def _scored(self) -> tuple[list[Trace], Any]:
@@ -566,7 +569,11 @@ class BenchSession:
         return self._scored()[1]
 
     def write_summary(self) -> None:
-        complete = all(spec in self.results and len(self.results[spec]) == len(self.selected) for spec in self.specs)
+        complete = (
+            not self._more_to_come
+            and bool(self.specs)  # a calibration whose every strategy failed has nothing complete
+            and all(spec in self.results and len(self.results[spec]) == len(self.selected) for spec in self.specs)
+        )
         write_summary(self.run_dir, self.summary(), self.config, self.study)
         self._write_run_json(self.run_dir, status="complete" if complete else "partial")
 

@@ -310,3 +310,33 @@ def test_the_command_line_refuses_in_one_line(argv, message, capsys, tmp_path, m
     err = capsys.readouterr().err
     assert message in err and err.count("\n") == 1 and "Traceback" not in err
     assert not (tmp_path / "run").exists()  # refused before the run folder is opened
+
+
+# -- the run folder's status ---------------------------------------------------------------------
+
+
+@pytest.mark.slow
+def test_a_calibration_is_not_complete_until_its_chosen_points_ran(tmp_path, scripted_lm, monkeypatch):
+    # A calibration killed between two dev points (SIGTERM from a CI timeout) must not leave a
+    # run.json saying "complete" over an empty summary.
+    import json
+
+    from flarebench.bench import calibrate as module
+    from tests.scripted import run_cli
+
+    run_dir, seen, real = tmp_path / "run", [], module.calibrate
+
+    def watched(spec, knob, goal, measure):
+        def measured(s):
+            row = measure(s)
+            seen.append(json.loads((run_dir / "run.json").read_text())["status"])
+            return row
+
+        return real(spec, knob, goal, measured)
+
+    monkeypatch.setattr(module, "calibrate", watched)
+    argv = ["calibrate", "--strategy", "flare_direct", "--target", "retrieval_rate=0.5", "--limit", "4"]
+    code, out, err = run_cli(*argv, "--report-dir", str(run_dir))
+    assert code == 0, err
+    assert seen and set(seen) == {"partial"}
+    assert json.loads((run_dir / "run.json").read_text())["status"] == "complete"
