@@ -347,6 +347,8 @@ def _difference(m: Measure, ref: Mapping[str, Any], mine: Mapping[str, Any], pai
     d = paired(pairs[0], pairs[1], m.statistic)
     if d.n == 0:
         return _missing("no probe has both")
+    if d.n == 1:  # one probe's own difference: no interval, and nothing said of chance
+        return f"{_number(m, d.delta, signed=True)} (one probe has both: no interval)"
     star = " *" if d.significant else ""
     return f"{_number(m, d.delta, signed=True)} [{_bound(m, d.lo)}, {_bound(m, d.hi)}]{star}"
 

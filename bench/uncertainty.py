@@ -45,8 +45,9 @@ class Delta:
 
     @property
     def significant(self) -> bool:
-        """True where the interval excludes 0."""
-        return bool(self.lo > 0 or self.hi < 0)
+        """True where the interval excludes 0 and rests on two probes or more: one probe's interval
+        is that probe's own difference, which says nothing of chance."""
+        return bool(self.n >= 2 and (self.lo > 0 or self.hi < 0))
 
 
 def paired_bootstrap(

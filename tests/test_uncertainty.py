@@ -21,6 +21,9 @@ def test_constant_difference_is_significant():
     assert (d.delta, d.lo, d.hi, d.significant) == (1.0, 1.0, 1.0, True)
     d = paired_bootstrap([0, 0, 0], [1, 1, 1])
     assert (d.lo, d.hi, d.significant) == (-1.0, -1.0, True)
+    # one probe: its "interval" is its own difference, which says nothing of chance
+    d = paired_bootstrap([1], [0])
+    assert (d.delta, d.lo, d.hi, d.n, d.significant) == (1.0, 1.0, 1.0, 1, False)
 
 
 def test_pairing_matters():

@@ -47,13 +47,13 @@ def paired(mine: pd.Series, theirs: pd.Series, statistic: Statistic | None = Non
         better=HIGHER,
     ),
     Column("em_delta_hi", "Upper end of that interval (97.5th percentile).", better=HIGHER),
-    Column("em_delta_sig", "True where the 95% interval of em_delta excludes 0."),
+    Column("em_delta_sig", "True where the 95% interval of em_delta excludes 0 (never on one probe)."),
     Column("f1_delta", _DOC.format(m="f1") + ".", better=HIGHER),
     Column(
         "f1_delta_lo", "Lower end of the 95% paired-bootstrap interval of f1_delta (as em_delta_lo).", better=HIGHER
     ),
     Column("f1_delta_hi", "Upper end of that interval.", better=HIGHER),
-    Column("f1_delta_sig", "True where the 95% interval of f1_delta excludes 0."),
+    Column("f1_delta_sig", "True where the 95% interval of f1_delta excludes 0 (never on one probe)."),
     order=120,
     scores_errors=True,
     needs=_METRICS,
