@@ -374,3 +374,24 @@ def missed_lines(table: pd.DataFrame, study: Mapping[str, Any]) -> list[str]:
                 f"on dev (tolerance {tolerance:g})"
             )
     return lines
+
+
+def flat_lines(study: Mapping[str, Any]) -> list[str]:
+    """A line per strategy calibrated to a budget whose values within it all gave the same
+    objective on dev: the choice then rests on the tie-break (retrieve least), not on the objective."""
+    goal = Goal(**study["goal"])
+    if goal.is_target:
+        return []
+    lines = []
+    for cal in study.get("calibration", []):
+        within = [p for p in cal["points"] if goal.within(_number(p.get(goal.metric)))]
+        scores = {_number(p.get(goal.objective)) for p in within}
+        if len(within) > 1 and len(scores) == 1:
+            [score] = scores
+            lines.append(
+                f"{cal['base']}: every {cal['param']} within the budget gave the same {goal.objective} on dev "
+                f"({score:.3f}, {len(study.get('dev_probe_ids', []))} dev probes): {cal['param']}="
+                f"{value_text(cal['value'])} was chosen for retrieving least, not for its {goal.objective} "
+                "(a larger dev part, --dev-fraction or --limit, may tell them apart)"
+            )
+    return lines

@@ -2,6 +2,7 @@
 with real strategies answering through a scripted LM."""
 
 import math
+from dataclasses import asdict
 
 import pandas as pd
 import pytest
@@ -13,6 +14,7 @@ from flarebench.bench.calibrate import (
     budget_plans,
     calibrate,
     calibration_table,
+    flat_lines,
     knob_of,
     missed_lines,
     parse_goal,
@@ -260,6 +262,23 @@ def test_the_table_shows_dev_and_test_figures_and_flags_a_miss_beyond_the_tolera
     assert pd.isna(table.iloc[1]["calibrated"]) and pd.isna(table.iloc[1]["missed"])
     [line] = missed_lines(table, study)
     assert line.startswith("flare_direct (theta=0.5) missed retrieval_rate=0.5 on test: retrieval_rate 0.75")
+
+
+def test_a_budget_choice_that_rests_on_the_tie_break_is_said():
+    def study(f1s):
+        points = [{"value": v, "spec": f"flare_direct:theta={v}", "retrieval_rate": r, "f1": f}
+                  for v, r, f in zip((0.0, 0.2, 0.4), (0.0, 0.2, 0.6), f1s)]  # fmt: skip
+        cal = {"base": "flare_direct", "param": "theta", "value": 0.0, "points": points}
+        goal = asdict(Goal("retrieval_rate", "<=", 0.3, "f1"))
+        return {"goal": goal, "calibration": [cal], "dev_probe_ids": ["p1"]}
+
+    [line] = flat_lines(study([0.0, 0.0, 0.5]))  # within the budget (0.0, 0.2): both 0
+    assert line == (
+        "flare_direct: every theta within the budget gave the same f1 on dev (0.000, 1 dev probes): "
+        "theta=0 was chosen for retrieving least, not for its f1 (a larger dev part, --dev-fraction or --limit, "
+        "may tell them apart)"
+    )
+    assert flat_lines(study([0.0, 0.1, 0.5])) == []  # the objective decided
 
 
 # -- the command line refuses what it cannot calibrate, before loading anything --------------------
