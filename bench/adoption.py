@@ -391,8 +391,10 @@ def adoption(
             reference,
             absent=(
                 f"No adoption table: the reference strategy `{reference}` (the before column, --reference) "
-                f"is not in this run; add it (the same command with `--strategy {reference}` added runs only "
-                "it, on the same probes) or rescore against a strategy of the run "
+                f"is not in this run. After `run`, `compare` or `pytest bench`, the same command with "
+                f"`--strategy {reference}` added runs only it, on the same probes; a sweep or a calibration "
+                "varies one strategy, so run `flarebench compare --budget ...` (it calibrates and runs the "
+                f"reference in one folder) or rescore against a strategy of the run "
                 "(`flarebench score RUN_DIR --reference SPEC`)."
             ),
         )

@@ -112,6 +112,8 @@ def test_a_missing_reference_is_one_line_instead_of_a_table():
     summary = pd.DataFrame(STUDY).iloc[[1]].assign(delta_reference=None)
     a = adoption(summary, reference="single_time")
     assert a.tables == () and "`single_time`" in a.absent and "--strategy single_time" in a.absent
+    # the advice says where adding the strategy works, and what to do after a sweep or a calibration
+    assert "After `run`, `compare` or `pytest bench`" in a.absent and "flarebench compare --budget" in a.absent
     md = markdown(a, "run")
     assert "|" not in md and md.count("\n") == 3  # the title, a blank line, the one line
     # the default reference, when the summary names none
