@@ -174,7 +174,9 @@ def format_table(summary: pd.DataFrame, fmt: str = "github", compact: bool = Fal
     """The summary as a text table, numbers rounded for reading; ``compact`` keeps the columns a
     reader compares first (see :func:`compact_frame`)."""
     frame = compact_frame(summary) if compact else summary
-    return tabulate(frame, headers="keys", tablefmt=fmt, showindex=False, floatfmt=".3f")
+    # A value that cannot be computed is empty, as summary.csv writes it, never "nan".
+    frame = frame.astype(object).where(frame.notna(), None)
+    return tabulate(frame, headers="keys", tablefmt=fmt, showindex=False, floatfmt=".3f", missingval="")
 
 
 def write_summary(run_dir: Path, summary: pd.DataFrame, config: dict, study: dict | None = None) -> None:
@@ -188,10 +190,8 @@ def write_summary(run_dir: Path, summary: pd.DataFrame, config: dict, study: dic
         table = calibration_table(summary, study)
         write_atomic(run_dir / CALIBRATION_CSV, table.to_csv(index=False, float_format="%.6g"))
         missed = "".join(f"- {line}\n" for line in missed_lines(table, study) + flat_lines(study))
-        calibrated = (
-            f"## Calibration\n\n{calibration_note(study)}\n\n"
-            f"{tabulate(table, headers='keys', tablefmt='github', showindex=False, floatfmt='.3f')}\n\n"
-            + (f"{missed}\n" if missed else "")
+        calibrated = f"## Calibration\n\n{calibration_note(study)}\n\n{format_table(table)}\n\n" + (
+            f"{missed}\n" if missed else ""
         )
     write_atomic(run_dir / SUMMARY_CSV, summary.to_csv(index=False, float_format="%.6g"))
     defs = "\n".join(f"- `{c}`: {COLUMN_DOCS[c]}" for c in summary.columns if c in COLUMN_DOCS)

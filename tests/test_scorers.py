@@ -100,7 +100,13 @@ def test_a_scorer_may_not_return_an_undeclared_column(isolated_scorers):
 def test_notes_are_settings_first_then_findings_each_in_scorer_order():
     rows = pd.DataFrame([metrics.probe_row(_trace(cached=True), _Probe())])
     notes = metrics.summarize(rows, reference="nowhere").attrs["notes"]
-    assert [n.split(":")[0] for n in notes] == ["cost_per_q", "delta columns", "bound rows", "warm run"]
+    assert [n.split(":")[0] for n in notes] == [
+        "cost_per_q",
+        "delta columns",
+        "bound rows",
+        "p95 columns rest on 1 probe per strategy",
+        "warm run",
+    ]
 
 
 @pytest.mark.slow

@@ -6,14 +6,34 @@ from collections.abc import Mapping
 from typing import Any
 
 import numpy as np
+import pandas as pd
 
-from flarebench.bench.scorers.registry import LOWER, Column, Group, scorer
+from flarebench.bench.scorers.registry import LOWER, Column, Group, Scoring, scorer
 from flarebench.strategies.records import Trace
 
 
 def latency_row(trace: Trace, probe: Any, row: Mapping[str, Any]) -> dict[str, float]:
     """``latency_s``: the probe's wall time."""
     return {"latency_s": float(trace.seconds)}
+
+
+#: Below this many probes a 95th percentile has no probe beyond it: it is the slowest probe, or
+#: interpolated between the two slowest, and one slow probe moves it.
+FEW = 20
+
+
+def few_probes(summary: pd.DataFrame, scoring: Scoring) -> list[str]:
+    """A line when a strategy's p95 rests on fewer than :data:`FEW` finished probes."""
+    timed = [int((~Group(s, rows, scoring).failed).sum()) for s, rows in scoring.groups.items()]
+    if not timed or min(timed) >= FEW:
+        return []
+    low, high = min(timed), max(timed)
+    count = "1 probe" if high == 1 else f"{low} probes" if low == high else f"{low} to {high} probes"
+    return [
+        f"p95 columns rest on {count} per strategy: under {FEW}, a p95 is the slowest probe or "
+        "near it, and one slow probe (the first, which pays one-time costs, in a run that is not gated) "
+        "moves it; read the p50 columns too, or run more probes"
+    ]
 
 
 @scorer(
@@ -31,6 +51,7 @@ def latency_row(trace: Trace, probe: Any, row: Mapping[str, Any]) -> dict[str, f
     ),
     order=80,
     per_probe=latency_row,
+    findings=few_probes,
     needs=("latency_s",),
 )
 def latency(g: Group) -> dict[str, float]:
