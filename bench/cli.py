@@ -48,7 +48,7 @@ def _run(args: argparse.Namespace, study: dict | None = None) -> int:
     failed = []
     gating = session.gating
     with session.closing():
-        gating.warm_up(session)
+        session.warm_up()
         for spec in session.specs:
             try:
                 traces = session.run(spec)
@@ -166,6 +166,7 @@ def _calibrated(args: argparse.Namespace, plans: dict, goal, kind: str) -> int:
         except CalibrationError as e:
             raise UserError(str(e)) from None
         study["dev_probe_ids"], study["test_probe_ids"] = dev_ids, test_ids
+        session.warm_up()
         dev = [p for p in session.selected if p.id in set(dev_ids)]
         test = [p for p in session.selected if p.id in set(test_ids)]
         session.focus([spec for spec in plans if spec not in grids], test, final=False)

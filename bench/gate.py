@@ -486,11 +486,6 @@ class Gating:
             )
         self.difference = diff
 
-    def warm_up(self, session) -> None:
-        """Before a gated run is timed: :func:`warm_up` the session's backends."""
-        if self.active:
-            warm_up(session.strategies, session.lm_backend, session.retriever_backend)
-
     def record(self) -> dict[str, Any]:
         """What run.json records about the gate."""
         return {
@@ -583,29 +578,3 @@ class Gating:
         except OSError as e:
             return f"baseline not saved: {self.save_to} cannot be written ({e.strerror or e})"
         return f"baseline saved: {self.save_to} ({', '.join(self.wanted)})"
-
-
-def warm_up(strategies: dict, lm, retriever) -> None:
-    """Evaluate the static prompt prefix of every strategy (the LM keeps each prefix's state and
-    restores it before every call) and make one retrieval. One-time costs (the model's weights paged
-    in, each prefix's evaluation, first allocations) then land in no strategy's latency, and a
-    strategy's latency does not depend on which strategies ran before it. Nothing a probe produces
-    is made or reused here."""
-    from flarebench.strategies.lm import LMError, LMUnavailable, Prompt
-
-    statics = dict.fromkeys(p for s in strategies.values() for p in s.static_prompts())
-    for static in statics:
-        try:
-            lm.generate(Prompt(static, " "), 1, purpose="warm_up")
-        except LMUnavailable:
-            raise  # the run cannot go on: the entry points report it
-        except LMError:
-            pass  # the strategy's own first call reports what is wrong
-    for strategy in strategies.values():
-        try:
-            strategy.warm_up(lm)
-        except LMUnavailable:
-            raise
-        except LMError:
-            pass
-    retriever.search("warm up", 1)

@@ -153,7 +153,7 @@ def bench_session(request: pytest.FixtureRequest):
     # of the pytest session, which tears this fixture down even when interrupted) closes it.
     try:
         with _stop_if_lm_unreachable():
-            session.gating.warm_up(session)  # gated runs only: prompt prefixes evaluated before timing
+            session.warm_up()  # prompt prefixes evaluated before anything is timed
         yield session
         session.write_report()
     finally:

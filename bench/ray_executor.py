@@ -79,15 +79,14 @@ class RaySettings:
 class ProbeWorker:
     """A Ray actor's body: the run's backends and strategies, built once; runs one probe a call."""
 
-    def __init__(self, recipe: BackendRecipe, specs: list[str], defaults: dict | None, warm: bool):
+    def __init__(self, recipe: BackendRecipe, specs: list[str], defaults: dict | None):
+        from flarebench.bench.runner import warm_up
         from flarebench.strategies.registry import parse_spec
 
         self.backends = recipe.build()  # loads the --plugin modules first: their strategies parse
         self.strategies = {spec: parse_spec(spec, defaults) for spec in specs}
-        if warm:  # a gated run: the prefixes are evaluated before any probe is timed
-            from flarebench.bench.gate import warm_up
-
-            warm_up(self.strategies, self.backends.lm, self.backends.retriever)
+        # Each worker's own backends: the prefixes are evaluated before any probe is timed.
+        warm_up(self.strategies, self.backends.lm, self.backends.retriever)
 
     def ready(self) -> int:
         """The worker's process id, once its backends are built."""
@@ -113,7 +112,6 @@ def run_on_ray(
     recipe: BackendRecipe,
     defaults: dict | None,
     log: TraceLog,
-    warm: bool = False,
     progress: bool = True,
     done: Counter | None = None,
     totals: Counter | None = None,
@@ -138,7 +136,7 @@ def run_on_ray(
         except (ConnectionError, RuntimeError, ValueError) as e:
             raise RayRunError(f"--executor ray: cannot start or reach Ray ({_first_line(e)})") from None
     try:
-        yield from _dispatch(ray, pairs, settings, _portable(recipe), defaults, log, warm, progress, done, totals)
+        yield from _dispatch(ray, pairs, settings, _portable(recipe), defaults, log, progress, done, totals)
     finally:
         if started:
             ray.shutdown()  # the driver's actors go with it
@@ -155,7 +153,7 @@ def _worker_env(recipe: BackendRecipe) -> dict[str, str]:
     return {name: os.environ[name] for name in names if name and name in os.environ}
 
 
-def _dispatch(ray, pairs, settings, recipe, defaults, log, warm, progress, done, totals) -> Iterator[Trace]:
+def _dispatch(ray, pairs, settings, recipe, defaults, log, progress, done, totals) -> Iterator[Trace]:
     from ray.exceptions import ActorUnavailableError, RayActorError, RayTaskError
 
     actor = ray.remote(ProbeWorker).options(
@@ -166,7 +164,7 @@ def _dispatch(ray, pairs, settings, recipe, defaults, log, warm, progress, done,
     )
     specs = list(dict.fromkeys(spec for spec, _ in pairs))
     # The recipe goes by value: a worker started again rebuilds from its own copy of it.
-    workers = [actor.remote(recipe, specs, defaults, warm) for _ in range(settings.workers)]
+    workers = [actor.remote(recipe, specs, defaults) for _ in range(settings.workers)]
     pings = {w.ready.remote(): i for i, w in enumerate(workers)}
     queue = deque(pairs)
     in_flight: dict = {}  # object ref -> (worker index, (spec, probe))

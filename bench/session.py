@@ -32,7 +32,7 @@ from flarebench.bench.ray_executor import DEFAULT_WORKERS, EXECUTORS, RaySetting
 from flarebench.bench.recipe import BackendRecipe
 from flarebench.bench.report import format_table, is_comparison, summary_frame, write_atomic, write_summary
 from flarebench.bench.runlock import LOCK, LockHeld, RunLock
-from flarebench.bench.runner import TRACES, TraceError, TraceLog, refusal, run_strategy
+from flarebench.bench.runner import TRACES, TraceError, TraceLog, refusal, run_strategy, warm_up
 from flarebench.probes.load import SHIPPED_DIR, ProbeError, load_probe_set
 from flarebench.strategies import plugins
 from flarebench.strategies.backends import lm_class, only_for
@@ -199,6 +199,7 @@ class BenchSession:
         self._scored_at: tuple[int, list[Trace], Any] | None = None  # see _scored()
         self._dev: tuple | None = None  # calibration's dev-run backends (see measure())
         self._more_to_come = False  # a calibration's specs are not all known yet (see focus())
+        self.warmed: dict | None = None  # what warm_up() evaluated before the first probe
         # A folder another process is writing is refused now, before the model loads (it is
         # checked again, authoritatively, when the lock is taken).
         self._lock: RunLock | None = None
@@ -441,6 +442,8 @@ class BenchSession:
             info["study"] = self.study
         if self.disk_cache is not None:
             info["cache"] = str(self.disk_cache.path)
+        if self.warmed is not None:
+            info["warm_up"] = self.warmed
         if self.ray is not None:
             info["executor"] = self.ray.record()
         if self.gating.active:
@@ -494,6 +497,14 @@ class BenchSession:
         self.write_summary()
         return traces
 
+    def warm_up(self) -> None:
+        """Before any probe is timed: evaluate every static prompt prefix and make one retrieval
+        (:func:`flarebench.bench.runner.warm_up`); run.json records what it did. A Ray run's workers
+        warm their own backends instead (the driver's serve no probe)."""
+        if self.ray is None:
+            self.warmed = warm_up(self.strategies, self.lm_backend, self.retriever_backend)
+            self._write_run_json(self.run_dir, status="running")
+
     def _run_on_ray(self) -> None:
         """Run every spec's unfinished selected probes on Ray workers at once, with one progress
         bar; :meth:`run` then finds them finished in traces.jsonl."""
@@ -507,9 +518,7 @@ class BenchSession:
         done.subtract(spec for spec, _ in pairs)
         defaults = LONG_ANSWER_DEFAULTS if self.probe_set.answer_form == "long" else None
         recipe = replace(self.recipe, lm_threads=self.ray.threads_per_worker)
-        for _ in run_on_ray(
-            pairs, self.ray, recipe, defaults, self.log, self.gating.active, self.progress, done, totals
-        ):
+        for _ in run_on_ray(pairs, self.ray, recipe, defaults, self.log, self.progress, done, totals):
             pass
 
     def measure(self, spec: str, probes: list, label: str) -> dict[str, Any]:

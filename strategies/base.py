@@ -86,8 +86,8 @@ class Strategy(ABC):
         return frozenset()
 
     def warm_up(self, lm: LM) -> None:
-        """Before a gated run is timed, evaluate what this strategy's calls share beyond its
-        :meth:`static_prompts` (which the gate evaluates itself): nothing by default; a chat
+        """Before a run is timed (its warm-up), evaluate what this strategy's calls share beyond its
+        :meth:`static_prompts` (which the warm-up evaluates itself): nothing by default; a chat
         strategy's rendered system message (the backend keeps its state, as a static prefix's)."""
 
     def budget_knob(self) -> Knob | None:

@@ -303,7 +303,7 @@ def test_a_run_stopped_by_a_dying_service_resumes_with_the_same_command(phantom_
     search = phantom_search
     run_dir = tmp_path / "run"
     args = ("run", "--strategy", "single_time", "--retriever", f"http:{search.url}", "--limit", "4")
-    search.drop_after = 2  # two searches answered, then every connection closed without a reply
+    search.drop_after = 3  # the warm-up's and two probes' searches answered, then every connection closed
     code, out, err = run_cli(*args, "--report-dir", str(run_dir))
     assert code == 3, out + err
     last = err.strip().splitlines()[-1]
@@ -311,12 +311,13 @@ def test_a_run_stopped_by_a_dying_service_resumes_with_the_same_command(phantom_
     assert last.endswith("; 5 attempts); finished probes are kept; run the same command to resume")
     traces = [json.loads(line) for line in (run_dir / "traces.jsonl").read_text().splitlines()]
     assert [t["probe_id"] for t in traces] == [p.id for p in phantom.probes[:2]]
-    assert len(search.requests) == 2 + 5
+    assert len(search.requests) == 3 + 5
 
     search.drop_after, search.requests = None, []  # the service is back
     code, out, err = run_cli(*args, "--report-dir", str(run_dir))
     assert code == 0, out + err
-    assert [r["query"] for r in search.requests] == [p.question for p in phantom.probes[2:4]]  # no probe ran twice
+    # the warm-up's search (before anything is timed), then no probe twice
+    assert [r["query"] for r in search.requests] == ["warm up", *(p.question for p in phantom.probes[2:4])]
     traces = [json.loads(line) for line in (run_dir / "traces.jsonl").read_text().splitlines()]
     assert [t["probe_id"] for t in traces] == [p.id for p in phantom.probes[:4]]
     assert all(t["error"] is None for t in traces)
@@ -332,8 +333,9 @@ def test_secrets_in_the_url_are_sent_but_never_recorded_or_shown(phantom_search,
     url = f"{search.url}?index=wiki&api_key={secret}"
     shown = f"{search.url}?index=wiki&api_key=***"
     run_dir = tmp_path / "run"
-    # The first probe's search is refused with a reply that echoes the request, key included.
-    search.replies = [Reply({"detail": f"bad request to /search?api_key={secret}"}, 400)]
+    # The first probe's search (after the warm-up's) is refused with a reply that echoes the
+    # request, key included.
+    search.replies = [Reply([]), Reply({"detail": f"bad request to /search?api_key={secret}"}, 400)]
     args = [
         "run",
         "--strategy",
@@ -350,7 +352,7 @@ def test_secrets_in_the_url_are_sent_but_never_recorded_or_shown(phantom_search,
     assert code == 1, out + err  # the errored probe fails the strategy
     info = json.loads((run_dir / "run.json").read_text())
     assert f"'http:{shown}'" in info["command"] and info["command"].startswith("flarebench run ")
-    assert search.paths == [f"/search?index=wiki&api_key={secret}"] * 2  # the service gets the key
+    assert search.paths == [f"/search?index=wiki&api_key={secret}"] * 3  # the service gets the key
     assert info["config"]["retriever"]["url"] == shown
     errors = [json.loads(line)["error"] for line in (run_dir / "traces.jsonl").read_text().splitlines()]
     assert errors[1] is None and errors[0].startswith(f"ServiceError: the search service at {shown} answered HTTP 400")

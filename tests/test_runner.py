@@ -269,3 +269,30 @@ def test_the_recorded_command_names_the_program_not_the_interpreter(argv, shown)
     from flarebench.bench.config import command_line
 
     assert command_line(argv) == shown
+
+
+@pytest.mark.slow
+def test_every_run_evaluates_its_prompt_prefixes_before_any_probe_is_timed(tmp_path, monkeypatch):
+    # One-time costs (the model paged in, each static prefix evaluated) land in no probe's latency,
+    # gated or not: run.json says what the warm-up evaluated.
+    from tests.scripted import ProbeAwareLM, run_cli
+
+    class Logged(ProbeAwareLM):
+        def __init__(self):
+            super().__init__()
+            self.purposes = []
+
+        def _complete(self, request):
+            self.purposes.append(request.purpose)
+            return super()._complete(request)
+
+    lm = Logged()
+    monkeypatch.setattr("flarebench.bench.recipe.make_lm", lambda *args, **kwargs: lm)
+    run_dir = tmp_path / "run"
+    specs = ["--strategy", "single_time", "--strategy", "flare_direct"]
+    code, out, err = run_cli("run", *specs, "--limit", "2", "--report-dir", str(run_dir))
+    assert code == 0, err
+    warm = json.loads((run_dir / "run.json").read_text())["warm_up"]
+    assert warm["prefixes"] >= 2 and warm["seconds"] >= 0  # single_time's prompt and FLARE's own
+    assert lm.purposes[: warm["prefixes"]] == ["warm_up"] * warm["prefixes"]
+    assert "warm_up" not in lm.purposes[warm["prefixes"] :]
