@@ -312,8 +312,19 @@ def _best(seen: Mapping[int, Mapping[str, float]], goal: Goal) -> int | None:
 
 # -- the calibration table -------------------------------------------------------------------------
 
-#: Summary columns the calibration table shows for each strategy on the test part, where present.
-TABLE_COLUMNS = ("f1", "em", "lm_calls_per_q", "headroom_captured", "helped", "harmed")
+#: Summary columns the calibration table shows for each strategy on the test part, where present
+#: (the long-answer ones in a run with long probes), after the goal's objective.
+TABLE_COLUMNS = (
+    "f1",
+    "em",
+    "fact_recall",
+    "incomplete_or_wrong_rate",
+    "wrong_version_rate",
+    "lm_calls_per_q",
+    "headroom_captured",
+    "helped",
+    "harmed",
+)
 
 
 def calibration_table(summary: pd.DataFrame, study: Mapping[str, Any]) -> pd.DataFrame:
@@ -338,7 +349,8 @@ def calibration_table(summary: pd.DataFrame, study: Mapping[str, Any]) -> pd.Dat
             "off_by": (test - goal.value) if not math.isnan(test) else None,
             "missed": (bool(miss > tolerance) if not math.isnan(miss) else None) if cal else None,
         }
-        out.update({c: row[c] for c in TABLE_COLUMNS if c in summary.columns})
+        shown = dict.fromkeys([goal.objective, *TABLE_COLUMNS]) if goal.objective else TABLE_COLUMNS
+        out.update({c: row[c] for c in shown if c in summary.columns})
         rows.append(out)
     table = pd.DataFrame(rows)
     # Text and flag cells without a value stay blank (None), never "nan".

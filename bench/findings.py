@@ -38,7 +38,7 @@ def _deltas(summary: pd.DataFrame) -> str | None:
     if others.empty:
         return None
     significant = [
-        f"{r['strategy']} ({interval_text(*(r[f'{QUALITY}_delta{x}'] for x in ('', '_lo', '_hi'))).rstrip(' *')})"
+        f"{r['strategy']} ({interval_text(*(r[f'{QUALITY}_delta{x}'] for x in ('', '_lo', '_hi')))})"
         for _, r in others.iterrows()
         if bool(r[f"{QUALITY}_delta_sig"])
     ]

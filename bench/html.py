@@ -312,7 +312,7 @@ def render(summary: pd.DataFrame, info: dict, traces: list[Trace], probe_set) ->
     compact = compact_frame(summary) if not summary.empty else summary
     delta_doc = (
         "<dt>em vs REF, f1 vs REF</dt><dd>Mean paired difference from the reference strategy with its 95% "
-        "paired-bootstrap interval (10,000 resamples); * where the interval excludes 0.</dd>"
+        "paired-bootstrap interval (10,000 resamples); * where the interval excludes 0 (never on one probe).</dd>"
     )
     defs = delta_doc + "".join(f"<dt>{e(c)}</dt><dd>{e(COLUMN_DOCS[c])}</dd>" for c in columns)
     data = viewer_data(traces, rows, probes, probe_set.docs_by_id, order)

@@ -138,11 +138,12 @@ COMPACT_LONG_COLUMNS = [
 _WHEN_FILLED = ("bound", "headroom_captured", "helped", "harmed")
 
 
-def interval_text(delta: float, lo: float, hi: float) -> str:
-    """A delta and its interval as "+0.040 [-0.020, +0.100]", with " *" where the interval excludes 0."""
+def interval_text(delta: float, lo: float, hi: float, significant: bool = False) -> str:
+    """A delta and its interval as "+0.040 [-0.020, +0.100]", with " *" where it is ``significant``
+    (the summary's ``_sig`` column: the interval excludes 0 and rests on two probes or more)."""
     if pd.isna(delta):
         return ""
-    return f"{delta:+.3f} [{lo:+.3f}, {hi:+.3f}]" + (" *" if lo > 0 or hi < 0 else "")
+    return f"{delta:+.3f} [{lo:+.3f}, {hi:+.3f}]" + (" *" if significant is True else "")
 
 
 def compact_frame(summary: pd.DataFrame) -> pd.DataFrame:
@@ -164,10 +165,16 @@ def compact_frame(summary: pd.DataFrame) -> pd.DataFrame:
         reference = summary["delta_reference"].dropna().iloc[0]
         for m in ("em", "f1"):
             frame[f"{m} vs {reference}"] = [
-                interval_text(*(summary[f"{m}_delta{x}"].iloc[i] for x in ("", "_lo", "_hi")))
+                interval_text(*(summary[f"{m}_delta{x}"].iloc[i] for x in ("", "_lo", "_hi")), _flag(summary, m, i))
                 for i in range(len(summary))
             ]
     return frame
+
+
+def _flag(summary: pd.DataFrame, metric: str, i: int) -> bool:
+    """Whether row ``i``'s ``metric`` delta is significant (its ``_sig`` cell: a bool, or the text
+    "True" as summary.csv reads back)."""
+    return f"{metric}_delta_sig" in summary and str(summary[f"{metric}_delta_sig"].iloc[i]) == "True"
 
 
 def format_table(summary: pd.DataFrame, fmt: str = "github", compact: bool = False) -> str:

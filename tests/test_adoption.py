@@ -317,3 +317,14 @@ def test_pytest_bench_writes_adoption_md(pytester, tmp_path, scripted_lm):
     md = (run_dir / ADOPTION_MD).read_text(encoding="utf-8")
     assert list(_tables(md)) == ["no_retrieval"]
     assert '<section id="adoption">' in (run_dir / "report.html").read_text(encoding="utf-8")
+
+
+def test_a_strategy_that_never_retrieved_is_said_beside_its_savings():
+    rows = [("single_time", 1.0), ("tool_search", 0.0), ("no_retrieval", 0.0)]
+    summary = pd.DataFrame([{"strategy": s, "retrievals_per_q": r, "cost_per_q": 0.0} for s, r in rows])
+    _, notes = measures(summary)
+    assert (
+        "tool_search never retrieved: closed-book answers, so their tokens and latency are those of "
+        "answering without documents"
+    ) in notes
+    assert not any(n.startswith("no_retrieval") for n in notes)

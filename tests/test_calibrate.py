@@ -281,6 +281,22 @@ def test_a_budget_choice_that_rests_on_the_tie_break_is_said():
     assert flat_lines(study([0.0, 0.1, 0.5])) == []  # the objective decided
 
 
+def test_the_calibration_table_leads_with_the_objective_and_shows_the_long_answer_columns():
+    row = {"strategy": "flare_direct:theta=0.4", "retrieval_rate": 0.25, "f1": 0.0, "em": 0.0,
+           "fact_recall": 0.5, "incomplete_or_wrong_rate": 0.5, "wrong_version_rate": 0.0,
+           "incomplete_rate": 0.5, "lm_calls_per_q": 3.0}  # fmt: skip
+    cal = {"base": "flare_direct", "param": "theta", "value": 0.4, "chosen": row["strategy"],
+           "dev": {"retrieval_rate": 0.3}, "points": []}  # fmt: skip
+    goal = parse_goal("retrieval_rate<=0.3", "incomplete_rate", "--budget")
+    table = calibration_table(pd.DataFrame([row]), {"goal": asdict(goal), "calibration": [cal]})
+    assert list(table.columns) == [
+        "strategy", "calibrated", "dev_retrieval_rate", "test_retrieval_rate", "off_by", "missed",
+        "incomplete_rate", "f1", "em", "fact_recall", "incomplete_or_wrong_rate", "wrong_version_rate",
+        "lm_calls_per_q",
+    ]  # fmt: skip
+    assert table.iloc[0]["calibrated"] == "theta=0.4" and table.iloc[0]["fact_recall"] == 0.5
+
+
 # -- the command line refuses what it cannot calibrate, before loading anything --------------------
 
 
