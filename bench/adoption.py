@@ -21,7 +21,7 @@ from typing import Any
 import pandas as pd
 from tabulate import tabulate
 
-from flarebench.bench.bounds import strategy_rows
+from flarebench.bench.bounds import never_retrieved, strategy_rows
 from flarebench.bench.metrics import COLUMN_DOCS
 from flarebench.bench.scorers.deltas import paired
 from flarebench.bench.scorers.facts import fact_flags
@@ -282,17 +282,12 @@ def measures(summary: pd.DataFrame) -> tuple[list[Measure], list[str]]:
         notes.append("cost rows left out: the LM is priced at 0 (a local model); the token rows stand for its cost")
     else:
         notes.append("cost rows left out: the reference costs 0, so no cost is relative to it")
-    if "retrievals_per_q" in summary.columns:
-        # A strategy meant to retrieve that never did (tool_search whose model never called its
-        # tool) answered closed-book: its token savings are not those of a cheaper retrieval.
-        never = summary["bound"].eq("never") if "bound" in summary else False
-        meant = (summary["strategy"] != "no_retrieval") & ~never
-        closed = summary.loc[meant & summary["retrievals_per_q"].eq(0), "strategy"].astype(str).tolist()
-        if closed:
-            notes.append(
-                f"{', '.join(closed)} never retrieved: closed-book answers, so their tokens and latency are "
-                "those of answering without documents"
-            )
+    # A strategy that never retrieved answered closed-book: its savings are not a cheaper retrieval's.
+    if closed := never_retrieved(summary):
+        notes.append(
+            f"{', '.join(closed)} never retrieved: closed-book answers, so their tokens and latency are "
+            "those of answering without documents"
+        )
     return [m for m in shown if m.column in summary.columns], notes
 
 

@@ -155,3 +155,14 @@ def strategy_rows(summary: pd.DataFrame) -> pd.DataFrame:
     if BOUND not in summary.columns or summary.empty:
         return summary
     return summary[summary[BOUND] != ORACLE]
+
+
+def never_retrieved(summary: pd.DataFrame) -> list[str]:
+    """The strategies meant to retrieve that made no retrieval on any probe (tool_search whose model
+    never called its tool): their answers are closed-book. no_retrieval and the never bound are not
+    meant to; a count a service did not report (NaN) is not 0."""
+    if "retrievals_per_q" not in summary.columns:
+        return []
+    never = summary[BOUND].eq(NEVER) if BOUND in summary.columns else False
+    meant = (summary["strategy"] != NEVER_SPEC) & ~never
+    return summary.loc[meant & summary["retrievals_per_q"].eq(0), "strategy"].astype(str).tolist()

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import pandas as pd
 
-from flarebench.bench.bounds import ALWAYS, BOUND, NEVER, ORACLE, strategy_rows
+from flarebench.bench.bounds import ALWAYS, BOUND, NEVER, ORACLE, never_retrieved, strategy_rows
 from flarebench.bench.calibrate import calibration_table, flat_lines, missed_lines
 from flarebench.bench.plots import QUALITY, cost_axis, pareto_front, tokens_frame
 from flarebench.bench.report import interval_text
@@ -56,9 +56,8 @@ def _retrieval_helps(summary: pd.DataFrame) -> str | None:
     if "no_retrieval" not in rows or len(rows) < 2:
         return None
     base = rows["no_retrieval"][QUALITY]
-    # A strategy that never retrieved (tool_search whose model never called its tool) answered
-    # closed-book: no evidence either way. Missing counts (a service) are kept.
-    never = [s for s, r in rows.items() if s != "no_retrieval" and r.get("retrievals_per_q") == 0]
+    # A strategy that never retrieved answered closed-book: no evidence either way.
+    never = never_retrieved(summary)
     rows = {s: r for s, r in rows.items() if s not in never}
     if len(rows) < 2:
         return None

@@ -143,7 +143,7 @@ def interval_text(delta: float, lo: float, hi: float, significant: bool = False)
     (the summary's ``_sig`` column: the interval excludes 0 and rests on two probes or more)."""
     if pd.isna(delta):
         return ""
-    return f"{delta:+.3f} [{lo:+.3f}, {hi:+.3f}]" + (" *" if significant is True else "")
+    return f"{delta:+.3f} [{lo:+.3f}, {hi:+.3f}]" + (" *" if significant else "")
 
 
 def compact_frame(summary: pd.DataFrame) -> pd.DataFrame:
