@@ -5,6 +5,25 @@ from __future__ import annotations
 
 import pandas as pd
 
+from flarebench.bench.metrics import summarize
+
+#: The summary columns a breakdown shows, in order, when the run has them (the long-answer columns
+#: only on a set with long probes). Each is computed by its scorer exactly as in the summary.
+COLUMNS = (
+    "n",
+    "errors",
+    "em",
+    "f1",
+    "recall",
+    "incomplete_rate",
+    "fact_recall",
+    "wrong_version_rate",
+    "incomplete_or_wrong_rate",
+    "retrieval_rate",
+    "lm_calls_per_q",
+    "latency_p95_s",
+)
+
 
 class BreakdownError(ValueError):
     """The field is not a metadata field of the probes."""
@@ -16,36 +35,28 @@ def metadata_fields(rows: pd.DataFrame) -> list[str]:
 
 
 def breakdown(rows: pd.DataFrame, field: str, order: list[str] | None = None) -> pd.DataFrame:
-    """One row per (strategy, value of ``field``): n, em, f1, recall, retrieval_rate (triggered
-    steps / steps, as in the summary) and lm_calls_per_q. Values that are lists or dicts are shown
-    as text; probes without the field are grouped under ``<none>``. A count a service under test did
-    not report is NaN in its rows, and the figure built on it is NaN (missing), as in the summary."""
+    """One row per (strategy, value of ``field``) with the :data:`COLUMNS` the summary has, each
+    scored by the summary's own scorers on that value's probes: a probe that raised counts in ``n``
+    and ``errors`` and as a wrong answer, and is left out of what it used, and a value that cannot
+    be computed is empty, as in the summary. ``rows`` are :func:`flarebench.bench.metrics.probe_row`
+    dicts. Values that are lists or dicts are shown as text; probes without the field are grouped
+    under ``<none>``; values come in numeric order, then text."""
     col = f"meta_{field}"
     if col not in rows.columns:
         known = ", ".join(metadata_fields(rows)) or "none"
         raise BreakdownError(f"no probe metadata field {field!r}; fields: {known}")
-    data = rows.assign(_value=rows[col].map(_label))
-    out = []
-    for (strategy, value), g in data.groupby(["strategy", "_value"], sort=False):
-        steps = g["steps"].astype(float).sum(skipna=False)
-        triggered = g["triggered_steps"].astype(float).sum(skipna=False)
-        out.append(
-            {
-                "strategy": strategy,
-                field: value,
-                "n": len(g),
-                "em": g["em"].mean(),
-                "f1": g["f1"].mean(),
-                "recall": g["recall"].dropna().mean() if g["recall"].notna().any() else float("nan"),
-                "retrieval_rate": triggered / steps if steps else 0.0,  # NaN steps: NaN
-                "lm_calls_per_q": g["lm_calls"].astype(float).mean(skipna=False),
-            }
-        )
-    table = pd.DataFrame(out)
+    labels = rows[col].map(_label)
     strategies = order or list(dict.fromkeys(rows["strategy"]))
+    parts = []
+    for value in sorted(dict.fromkeys(labels), key=_sort_key):
+        # No delta reference: the deltas and their bootstrap are not shown.
+        summary = summarize(rows[labels == value], strategies, reference="")
+        part = summary[["strategy", *(c for c in COLUMNS if c in summary.columns)]]
+        parts.append(part.assign(**{field: value}, _v=len(parts)))
+    table = pd.concat(parts, ignore_index=True)
     table["_s"] = table["strategy"].map({s: i for i, s in enumerate(strategies)})
-    table["_v"] = table[field].map(_sort_key)
-    return table.sort_values(["_s", "_v"], kind="stable").drop(columns=["_s", "_v"]).reset_index(drop=True)
+    table = table.sort_values(["_s", "_v"], kind="stable").drop(columns=["_s", "_v"])
+    return table[["strategy", field, *(c for c in COLUMNS if c in table.columns)]].reset_index(drop=True)
 
 
 def _label(value):

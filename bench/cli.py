@@ -20,6 +20,9 @@ from flarebench.bench.paths import WriteError
 from flarebench.bench.runner import RESUME_HINT
 from flarebench.strategies.lm import LMUnavailable
 
+#: The gate's options: a calibration refuses them (it is not gated), so its help leaves them out.
+GATE_FLAGS = ("--gate", "--save-baseline", "--tolerance", "--gate-across-configs")
+
 
 class UserError(Exception):
     """A mistake in the command line or the files it names: printed as one line, exit status 2."""
@@ -528,14 +531,17 @@ def _init(args: argparse.Namespace) -> int:
     return 0
 
 
-def _add_run_options(parser: argparse.ArgumentParser, helps: dict[str, str] | None = None) -> None:
-    """The run options, with ``helps`` replacing the help text of some (by flag)."""
+def _add_run_options(
+    parser: argparse.ArgumentParser, helps: dict[str, str] | None = None, hidden: tuple[str, ...] = ()
+) -> None:
+    """The run options, with ``helps`` replacing the help text of some (by flag); ``hidden`` ones are
+    left out of the help (the command refuses them, in one line naming why)."""
     parser.epilog = DEFAULTS_NOTE
     for opt in RUN_OPTIONS:
         if opt is PLUGIN:  # added with the command
             continue
         kwargs = opt.argparse_kwargs()
-        kwargs["help"] = (helps or {}).get(opt.flag, kwargs["help"])
+        kwargs["help"] = argparse.SUPPRESS if opt.flag in hidden else (helps or {}).get(opt.flag, kwargs["help"])
         parser.add_argument(opt.flag, **kwargs)
 
 
@@ -647,7 +653,7 @@ def build_parser() -> argparse.ArgumentParser:
         "--values", metavar="V1,V2,...", help="the values to try, in order (default: the knob's own grid)"
     )
     calibrate.add_argument("--target", metavar="METRIC=VALUE", help="hit this figure on dev, e.g. retrieval_rate=0.5")
-    _add_run_options(calibrate)
+    _add_run_options(calibrate, hidden=GATE_FLAGS)
     _add_calibration_options(
         calibrate,
         budget_help=("with --objective: the budget the chosen value must keep on dev, e.g. retrieval_rate<=0.5"),

@@ -42,10 +42,19 @@ def run_config(
     return config
 
 
+#: Top-level fields of :func:`run_config` that follow from others: the run-wide prompt hash follows
+#: from which strategies ran together, so :func:`first_difference` names it only when they agree.
+DERIVED = ("prompt_sha256",)
+
+
 def first_difference(old: Any, new: Any, path: str = "") -> str | None:
-    """The first field (dotted path) where two configurations differ, or None when they are equal."""
+    """The first field (dotted path) where two configurations differ, or None when they are equal;
+    the :data:`DERIVED` fields are compared last, so that a refusal names the cause."""
     if isinstance(old, dict) and isinstance(new, dict):
-        for key in list(old) + [k for k in new if k not in old]:
+        keys = list(old) + [k for k in new if k not in old]
+        if not path:
+            keys = [k for k in keys if k not in DERIVED] + [k for k in keys if k in DERIVED]
+        for key in keys:
             where = f"{path}.{key}" if path else str(key)
             if key not in new or key not in old:
                 was, now = old.get(key, "<absent>"), new.get(key, "<absent>")

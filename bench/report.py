@@ -119,6 +119,7 @@ COMPACT_LONG_COLUMNS = [
     "fact_recall",
     "incomplete_rate",
     "wrong_version_rate",
+    "incomplete_or_wrong_rate",
     "recall",
     "faithfulness",
     "retrieval_rate",

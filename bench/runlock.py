@@ -5,6 +5,7 @@ no longer running is taken over."""
 from __future__ import annotations
 
 import atexit
+import errno
 import json
 import os
 import socket
@@ -75,6 +76,17 @@ class RunLock:
             f"to end or use another --report-dir (if no such run is going on, delete {self.path})"
         )
 
+    def blocked(self) -> str | None:
+        """Why :meth:`acquire` would refuse now, in its words (another live owner, or a folder by the
+        lock's name), or None; takes nothing."""
+        owner = self.live_owner()
+        if owner is not None:
+            return self.held_message(owner)
+        return self._cannot_take(os.strerror(errno.EISDIR)) if self.path.is_dir() else None
+
+    def _cannot_take(self, why: object) -> str:
+        return f"{self.path}: could not take the lock ({why})"
+
     def acquire(self) -> str | None:
         """Take the lock; LockHeld when another live process holds it. Returns a note to show when
         a stale lock was taken over, else None."""
@@ -99,8 +111,8 @@ class RunLock:
             try:
                 self.path.unlink(missing_ok=True)
             except OSError as e:  # no lock file but a folder by its name: not ours to remove
-                raise LockHeld(f"{self.path}: could not take the lock ({e.strerror or e})") from None
-        raise LockHeld(f"{self.path}: could not take the lock (another process keeps taking it)")
+                raise LockHeld(self._cannot_take(e.strerror or e)) from None
+        raise LockHeld(self._cannot_take("another process keeps taking it"))
 
     def _create(self, record: str) -> bool:
         """Create the lock file holding ``record``, atomically: it appears whole or not at all

@@ -225,30 +225,29 @@ def warm_up(strategies: dict[str, Strategy], lm: LM, retriever: Retriever) -> di
     costs (the model's weights paged in, each prefix's evaluation, first allocations) then land in
     no probe's latency, and a strategy's latency does not depend on which strategies ran before it.
     Nothing a probe produces is made or reused here. Returns what it did (run.json's ``warm_up``):
-    the prefixes, the prompt tokens they evaluated, and the seconds it took."""
+    the prefixes (the static ones and those of the strategies' own :meth:`Strategy.warm_up`), the
+    prompt tokens they evaluated, and the seconds it took."""
     from flarebench.strategies.lm import LMError, Prompt
 
     start = time.perf_counter()
     statics = dict.fromkeys(p for s in strategies.values() for p in s.static_prompts())
-    evaluated = 0
-    for static in statics:
+    warmers = [lambda static=static: lm.generate(Prompt(static, " "), 1, purpose="warm_up") for static in statics]
+    warmers += [lambda strategy=strategy: strategy.warm_up(lm) for strategy in strategies.values()]
+    prefixes = evaluated = 0
+    for warm in warmers:
         try:
-            evaluated += lm.generate(Prompt(static, " "), 1, purpose="warm_up").evaluated_tokens
+            call = warm()
         except LMUnavailable:
             raise  # the run cannot go on: the entry points report it
         except LMError:
-            pass  # the strategy's own first call reports what is wrong
-    for strategy in strategies.values():
-        try:
-            strategy.warm_up(lm)
-        except LMUnavailable:
-            raise
-        except LMError:
-            pass
+            continue  # the strategy's own first call reports what is wrong
+        if call is not None:
+            prefixes += 1
+            evaluated += call.evaluated_tokens
     try:
         retriever.search("warm up", 1)
     except LMUnavailable:
         raise  # a search service that is gone stops the run, as in a probe
     except Exception:  # noqa: BLE001 (a service may refuse this query: the probes' own retrievals say what is wrong)
         pass
-    return {"prefixes": len(statics), "evaluated_tokens": evaluated, "seconds": round(time.perf_counter() - start, 3)}
+    return {"prefixes": prefixes, "evaluated_tokens": evaluated, "seconds": round(time.perf_counter() - start, 3)}

@@ -8,10 +8,8 @@ from __future__ import annotations
 
 import contextlib
 import datetime as dt
-import errno
 import hashlib
 import json
-import os
 import platform
 import shutil
 import sys
@@ -43,8 +41,14 @@ from flarebench.strategies.registry import expand, parse_spec
 
 RUN_JSON = "run.json"
 _START_AGAIN = ", or use --overwrite to start the run again"  # the end of a line refusing traces.jsonl
+
 #: The cache of a calibration's dev runs, in the run folder.
 DEV_CACHE = "dev-cache"
+
+
+def _unreadable(traces: Path, e: OSError) -> str:
+    """The line refusing a traces.jsonl that cannot be read (before :data:`_START_AGAIN`)."""
+    return f"{traces}: cannot be read ({e.strerror or e}); fix or delete it"
 
 
 class ConfigError(ValueError):
@@ -207,10 +211,8 @@ class BenchSession:
             if not self.overwrite:
                 self._refuse_foreign_folder(Path(self.report_dir))
                 self._refuse_unreadable_run(Path(self.report_dir))
-            lock = RunLock(Path(self.report_dir))
-            owner = lock.live_owner()
-            if owner is not None:
-                raise ConfigError(lock.held_message(owner))
+            if why := RunLock(Path(self.report_dir)).blocked():
+                raise ConfigError(why)
         self._backends = None
         self._on_ray = False  # --executor ray: the unfinished probes were sent to the workers
         try:
@@ -341,13 +343,15 @@ class BenchSession:
             raise ConfigError(f"{run_dir} exists and holds no flarebench run; use --overwrite or another --report-dir")
 
     def _refuse_unreadable_run(self, run_dir: Path) -> None:
-        """A run folder that cannot be resumed as it is (a run.json that is no run's, a file that is
-        a folder) refused before the model loads; :meth:`_open_run_dir` checks again, authoritatively."""
-        folder = os.strerror(errno.EISDIR)  # the lines of the authoritative checks, word for word
-        if (run_dir / LOCK).is_dir():
-            raise ConfigError(f"{run_dir / LOCK}: could not take the lock ({folder})")
-        if (run_dir / TRACES).is_dir():
-            raise ConfigError(f"{run_dir / TRACES}: cannot be read ({folder}); fix or delete it{_START_AGAIN}")
+        """A run folder that cannot be resumed as it is (a run.json that is no run's, a traces.jsonl
+        that cannot be opened) refused before the model loads; :meth:`_open_run_dir` checks again,
+        authoritatively."""
+        traces = run_dir / TRACES
+        if traces.exists():
+            try:
+                traces.open("rb").close()
+            except OSError as e:
+                raise ConfigError(f"{_unreadable(traces, e)}{_START_AGAIN}") from None
         if (run_dir / RUN_JSON).exists() and not self.gating.active:  # a gated run says so itself
             try:
                 read_run_json(run_dir / RUN_JSON)
@@ -409,9 +413,7 @@ class BenchSession:
             # read (a folder by that name) cannot be resumed: fixed by hand, or the run is started again.
             if not self.overwrite:
                 what = (
-                    f"{e}; fix or delete that line"
-                    if isinstance(e, TraceError)
-                    else f"{run_dir / TRACES}: cannot be read ({e.strerror or e}); fix or delete it"
+                    f"{e}; fix or delete that line" if isinstance(e, TraceError) else _unreadable(run_dir / TRACES, e)
                 )
                 raise ConfigError(f"{what}{_START_AGAIN}") from None
             _clear(run_dir)

@@ -85,10 +85,12 @@ class Strategy(ABC):
         them all. None by default: plain text completion."""
         return frozenset()
 
-    def warm_up(self, lm: LM) -> None:
+    def warm_up(self, lm: LM) -> LMCall | None:
         """Before a run is timed (its warm-up), evaluate what this strategy's calls share beyond its
         :meth:`static_prompts` (which the warm-up evaluates itself): nothing by default; a chat
-        strategy's rendered system message (the backend keeps its state, as a static prefix's)."""
+        strategy's rendered system message (the backend keeps its state, as a static prefix's).
+        Returns the call it made (run.json's ``warm_up`` counts its evaluated tokens), or None."""
+        return None
 
     def budget_knob(self) -> Knob | None:
         """The parameter that sets how often this strategy retrieves, or None when none does."""

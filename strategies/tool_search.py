@@ -19,7 +19,7 @@ from flarebench.strategies.base import Strategy, finish, retrieve
 from flarebench.strategies.capabilities import TOOLS
 from flarebench.strategies.lm import LM
 from flarebench.strategies.prompts import ANSWER_MARK, format_docs
-from flarebench.strategies.records import TOOL_CALL, Passage, Step, ToolCall, Trace
+from flarebench.strategies.records import TOOL_CALL, LMCall, Passage, Step, ToolCall, Trace
 from flarebench.strategies.registry import register
 from flarebench.strategies.retriever import Retriever
 from flarebench.strategies.tool_markup import tool_preamble
@@ -96,9 +96,9 @@ class ToolSearch(Strategy):
             "preamble": tool_preamble([SEARCH_TOOL]),
         }
 
-    def warm_up(self, lm: LM) -> None:
+    def warm_up(self, lm: LM) -> LMCall:
         """One token after the system message with the tool: its rendering is the first turn's prefix."""
-        lm.chat(self._system(), [SEARCH_TOOL] if self.max_searches else [], 1, purpose="warm_up")
+        return lm.chat(self._system(), [SEARCH_TOOL] if self.max_searches else [], 1, purpose="warm_up")
 
     def _system(self) -> list[dict]:
         return [{"role": "system", "content": SYSTEM[self.answer_form]}]

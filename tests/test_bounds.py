@@ -302,3 +302,13 @@ def test_on_long_probes_the_oracle_row_holds_the_per_probe_best_fact_recall():
     )
     oracle = summarize(rows, oracle=True).iloc[-1]
     assert oracle["strategy"] == "oracle" and oracle["fact_recall"] == pytest.approx((1 / 3 + 2 / 3) / 2)
+
+
+def test_the_compact_table_of_long_probes_leads_with_what_the_answers_state():
+    from tests.test_facts import UPGRADE, long_trace
+
+    rows = pd.DataFrame([probe_row(long_trace("Run 4.12.0 first.", "up", "single_time"), UPGRADE)])
+    columns = list(compact_frame(summarize(rows)).columns)
+    assert columns[columns.index("errors") + 1 : columns.index("recall")] == [
+        "fact_recall", "incomplete_rate", "wrong_version_rate", "incomplete_or_wrong_rate"
+    ]  # fmt: skip

@@ -4,28 +4,58 @@ import pandas as pd
 import pytest
 
 from flarebench.bench.breakdown import BreakdownError, breakdown, metadata_fields
+from flarebench.bench.metrics import summarize
+from flarebench.strategies.records import FIRST_HOP, Step
+from tests.test_metrics import FakeProbe, _rows, call, ret, trace
+
+
+def probe(pid, difficulty, answer="cat"):
+    meta = {} if difficulty is None else {"difficulty": difficulty}
+    return FakeProbe(pid, answers=[answer], gold_doc_ids=["d1"], metadata=meta)
 
 
 def rows():
-    base = {"em": 0.0, "f1": 0.0, "recall": 0.5, "steps": 2, "triggered_steps": 0, "lm_calls": 1}
-    data = [
-        {"strategy": "a", "meta_difficulty": 10, "em": 1.0, "steps": 4, "triggered_steps": 1},
-        {"strategy": "a", "meta_difficulty": 2},
-        {"strategy": "a", "meta_difficulty": 2, "em": 1.0, "f1": 1.0, "recall": None},
-        {"strategy": "b", "meta_difficulty": 2, "lm_calls": 3},
-        {"strategy": "b", "meta_difficulty": None},
-    ]
-    return pd.DataFrame([{**base, **d} for d in data])
+    one_call = Step("s", lm_calls=[call()], retrievals=[ret(FIRST_HOP)])
+    triggered = Step("s2", lm_calls=[call(), call()], retrievals=[ret(doc_ids=["d2"])])
+    pairs = [
+        (trace([one_call, triggered, Step("s3"), Step("s4")], answer="cat"), probe("p1", 10)),
+        (trace([one_call, Step("s2")], probe_id="p2", answer="dog"), probe("p2", 2)),
+        (trace([one_call], probe_id="p3", answer="cat", seconds=3.0), probe("p3", 2)),
+        (trace([], strategy="b", probe_id="p2", answer=None, error="LMError: gone", stop_reason="error"),
+         probe("p2", 2)),
+        (trace([one_call, triggered], strategy="b", probe_id="p3", answer="cat"), probe("p3", 2)),
+        (trace([one_call], strategy="b", probe_id="p4", answer="cat"), probe("p4", None)),
+    ]  # fmt: skip
+    return _rows(pairs)
 
 
 def test_groups_by_strategy_and_value_in_numeric_order():
     table = breakdown(rows(), "difficulty")
-    assert list(zip(table["strategy"], table["difficulty"])) == [("a", 2), ("a", 10), ("b", 2), ("b", "<none>")]
-    a2 = table.iloc[0]
-    assert (a2["n"], a2["em"], a2["f1"], a2["recall"]) == (2, 0.5, 0.5, 0.5)
-    a10 = table.iloc[1]
-    assert a10["retrieval_rate"] == 0.25 and a10["em"] == 1.0
-    assert table.iloc[2]["lm_calls_per_q"] == 3
+    assert list(zip(table["strategy"], table["difficulty"])) == [("s", 2), ("s", 10), ("b", 2), ("b", "<none>")]
+    s2, s10, b2 = table.iloc[0], table.iloc[1], table.iloc[2]
+    assert (s2["n"], s2["errors"], s2["em"], s2["recall"], s2["latency_p95_s"]) == (2, 0, 0.5, 1.0, 2.9)
+    assert (s10["retrieval_rate"], s10["lm_calls_per_q"]) == (0.25, 3.0)  # triggered steps / steps
+    # The probe that raised counts in n and errors and as wrong, and is left out of what it used.
+    assert (b2["n"], b2["errors"], b2["em"], b2["retrieval_rate"], b2["lm_calls_per_q"]) == (2, 1, 0.5, 0.5, 3.0)
+
+
+def test_each_value_scores_as_the_summary_of_its_probes():
+    data = rows()
+    table = breakdown(data, "difficulty").set_index(["strategy", "difficulty"])
+    for value in (2, 10):
+        alone = summarize(data[data["meta_difficulty"] == value]).set_index("strategy")
+        for strategy in alone.index:
+            got = table.loc[(strategy, value)]
+            pd.testing.assert_series_equal(
+                got.astype(float), alone.loc[strategy, got.index].astype(float), check_names=False
+            )
+
+
+def test_a_value_where_every_probe_raised_leaves_what_it_used_empty():
+    data = rows()
+    table = breakdown(data[data["probe_id"] == "p2"], "difficulty").set_index("strategy")
+    assert (table.loc["b", "n"], table.loc["b", "errors"], table.loc["b", "em"]) == (1, 1, 0.0)
+    assert pd.isna(table.loc["b", "lm_calls_per_q"]) and pd.isna(table.loc["b", "retrieval_rate"])
 
 
 def test_unknown_field_names_the_known_ones():

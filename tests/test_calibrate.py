@@ -320,6 +320,10 @@ def test_the_calibration_table_leads_with_the_objective_and_shows_the_long_answe
             "calibrated runs are not gated",
         ),
         (
+            ["calibrate", "--strategy", "flare_direct", "--target", "retrieval_rate=0.5", "--save-baseline", "b.json"],
+            "calibrated runs are not gated",
+        ),
+        (
             ["compare", "--strategy", "all", "--budget", "retrieval_rate<=0.5", "--objective", "speed"],
             "--objective: 'speed' is not a summary column",
         ),
@@ -345,6 +349,20 @@ def test_the_command_line_refuses_in_one_line(argv, message, capsys, tmp_path, m
     err = capsys.readouterr().err
     assert message in err and err.count("\n") == 1 and "Traceback" not in err
     assert not (tmp_path / "run").exists()  # refused before the run folder is opened
+
+
+def test_calibrate_help_leaves_out_the_gate_options_it_refuses(capsys):
+    from flarebench.bench.cli import GATE_FLAGS, main
+
+    with pytest.raises(SystemExit):
+        main(["calibrate", "--help"])
+    text = capsys.readouterr().out
+    shown = [flag for flag in GATE_FLAGS if f"{flag} " in text or f"{flag}]" in text]
+    assert "--budget-tolerance" in text and not shown
+    with pytest.raises(SystemExit):
+        main(["compare", "--help"])
+    text = capsys.readouterr().out
+    assert all(flag in text for flag in GATE_FLAGS)  # a plain comparison may be gated
 
 
 # -- the run folder's status ---------------------------------------------------------------------

@@ -112,6 +112,12 @@ def test_first_difference_names_the_field():
         == "strategies.s.k (was 3, now 5)"
     )
     assert first_difference(old, {**old, "extra": 1}) == "extra (was '<absent>', now 1)"
+    # The prompt hash follows from the strategies run together: a sweep's folder reused by a plain
+    # run is refused naming the strategies, though the hash comes first in run.json.
+    sweep = {"prompt_sha256": "a", **old, "strategies": {"s:k=1": {"k": 1}, "s:k=2": {"k": 2}}}
+    plain = {"prompt_sha256": "b", **old, "strategies": {"s:k=1": {"k": 1}}}
+    assert first_difference(sweep, plain) == "strategies.s:k=2 (was {'k': 2}, now '<absent>')"
+    assert first_difference({**plain, "prompt_sha256": "a"}, plain) == "prompt_sha256 (was 'a', now 'b')"
 
 
 @pytest.mark.model

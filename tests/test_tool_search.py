@@ -155,6 +155,18 @@ def test_the_warm_up_renders_the_first_turns_prefix():
     assert [m["role"] for m in turn.messages] == ["system"] and turn.tools == TOOLS and turn.max_tokens == 1
 
 
+def test_the_runs_warm_up_counts_the_system_messages_tokens():
+    from flarebench.bench.runner import warm_up
+
+    class Completes(ChatLM):
+        def _complete(self, request: GenerationRequest) -> LMCall:  # the static prefix's warm-up
+            return LMCall(request.purpose, 20, 7, 1, " ", "length", 0.0)
+
+    lm = Completes(["x"])
+    done = warm_up({"tool_search": parse_spec("tool_search")}, lm, ScriptedRetriever([["a"]]))
+    assert (done["prefixes"], done["evaluated_tokens"]) == (2, 7 + 10) and len(lm.turns) == 1
+
+
 def test_it_needs_tools_and_records_what_it_sends():
     s = parse_spec("tool_search")
     assert s.needs() == {"tools"} and s.params() == {
