@@ -112,8 +112,9 @@ def token_f1(pred: str | None, answers: Iterable[str] | str) -> float:
 _ITEM_SEP = re.compile(r"(\s*[,;\n]\s*(?:(?:and|&)\s+)?|\s+and\s+|\s*&\s*)", re.IGNORECASE)
 
 
-def split_items(pred: str | None, keep: Iterable[str] = ()) -> list[str]:
-    """Split a list answer into normalised items, in order, empty items dropped.
+def split_items(pred: str | None, keep: Iterable[str] = (), normalized: bool = True) -> list[str]:
+    """Split a list answer into normalised items, in order, empty items dropped (with
+    ``normalized=False``, each item as written, stripped of spaces and end punctuation).
 
     ``"Alice, Bob and Carol"``, ``"Alice, Bob, and Carol"``, ``"Alice; Bob"`` and one item per line
     all split as expected. Because "and" and commas also occur inside names ("Tom and Jerry",
@@ -141,9 +142,10 @@ def split_items(pred: str | None, keep: Iterable[str] = ()) -> list[str]:
                 if normalize_answer(span(i, end)) in keep_norm:
                     j = end
                     break
-        item = normalize_answer(span(i, j))
+        raw = span(i, j)
+        item = normalize_answer(raw)
         if item:
-            items.append(item)
+            items.append(item if normalized else raw.strip().rstrip(".!?").strip())
         i = j
     return items
 

@@ -38,6 +38,12 @@ def _key(kind: str, identity: str, request: dict) -> str:
     return hashlib.sha256(json.dumps([kind, identity, request], sort_keys=True).encode()).hexdigest()
 
 
+def _hit(stored: LMCall, purpose: str) -> LMCall:
+    """A stored call served again: marked cached, nothing evaluated, and no prefill observed (the
+    lookup's time, filled in by the caller, is all it took)."""
+    return dataclasses.replace(stored, purpose=purpose, evaluated_tokens=0, cached=True, prefill_seconds=None)
+
+
 class DiskCache:
     """A key -> JSON value store in one SQLite file, safe to share between threads (concurrent probes)."""
 
@@ -88,7 +94,7 @@ class CachedLM(WrappedLM):
         key = _key("lm", self._identity, fields)
         stored = self.cache.get(key)
         if stored is not None:
-            return dataclasses.replace(LMCall(**stored), purpose=request.purpose, evaluated_tokens=0, cached=True)
+            return _hit(LMCall(**stored), request.purpose)
         call = self.forward(request)
         self.cache.put(key, dataclasses.asdict(call))
         return call
@@ -99,7 +105,7 @@ class CachedLM(WrappedLM):
         key = _key("chat", self._identity, fields)
         stored = self.cache.get(key)
         if stored is not None:
-            return dataclasses.replace(call_from_dict(stored), purpose=request.purpose, evaluated_tokens=0, cached=True)
+            return _hit(call_from_dict(stored), request.purpose)
         call = super()._chat(request)
         self.cache.put(key, dataclasses.asdict(call))
         return call

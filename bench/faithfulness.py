@@ -17,12 +17,13 @@ Contract (the harness wires this in; nothing here touches files, options or the 
 ------------------------------------------------------------------------------------------------
 
 Claims. The answer's claims are the sentences of ``trace.output`` (``flarebench.strategies.sentences.
-split_sentences``), stripped, with ``[Search(...)]`` markers removed and sentences without a content
-word dropped; the final-answer statement ("So the answer is X.") counts through its answer part: each
-item of ``X`` (split at commas, semicolons and "and") is a claim, so a final answer the passages do
-not hold lowers the score even when the sentences before it are supported. A yes/no verdict is no
-claim. The judged method sends the whole output (search calls removed) and lets ragas extract its
-own statements.
+split_sentences``), stripped, with ``[Search(...)]`` calls removed (one left open runs to the end of
+its line) and sentences without a content word dropped; a final-answer statement ("So the answer is
+X.") counts through its answer part: each item of ``X`` (split at commas, semicolons and "and"), as
+written, is a claim, so a final answer the passages do not hold lowers the score even when the
+sentences before it are supported. A yes/no verdict is no claim. A claim made more than once (an
+answer repeating itself) counts once. The judged method sends the whole output (search calls
+removed) and lets ragas extract its own statements.
 
 Contexts. The union, in first-retrieved order, of the doc ids of every retrieval of the trace (first
 hop included), each looked up in ``passages_by_id`` (``title`` and ``text``).
@@ -85,6 +86,7 @@ from typing import Any
 from flarebench.bench.answers import split_items
 from flarebench.bench.support import METHOD as LEXICAL_METHOD
 from flarebench.bench.support import claim_supported, content_tokens
+from flarebench.strategies.flare_instruct import SEARCH_CALL_RE
 from flarebench.strategies.records import Trace
 from flarebench.strategies.sentences import split_sentences
 
@@ -115,14 +117,13 @@ FOREIGN_DOCS = "n/a: doc ids not in the corpus"
 # --------------------------------------------------------------------------------------------
 
 _FINAL_RE = re.compile(r"^\W*(?:so\s+|thus\s+|therefore\s+)?(?:the\s+)?(?:final\s+)?answer is:?\s*(.*)$", re.I | re.S)
-_SEARCH_RE = re.compile(r"\[Search\([^\]]*\)\]")
 
 
 def answer_claims(output: str) -> list[str]:
     """The claims of an answer's output (see the module docstring): its sentences other than the
-    final-answer statement, then each item of the stated final answer ("So the answer is C": C must
-    be supported too; a yes/no verdict is no claim about the passages)."""
-    text = _SEARCH_RE.sub(" ", output or "")
+    final-answer statements, then each item of the stated answers ("So the answer is C": C must
+    be supported too; a yes/no verdict is no claim about the passages); each claim once."""
+    text = SEARCH_CALL_RE.sub(" ", output or "")
     claims, finals = [], []
     for piece in split_sentences(text):
         for line in piece.split("\n"):
@@ -135,16 +136,22 @@ def answer_claims(output: str) -> list[str]:
             elif content_tokens(s):
                 claims.append(s)
     for final in finals:
-        for item in split_items(final):  # the items of a list answer ("nurse, actor") one by one
+        # The items of a list answer ("nurse, actor") one by one, as written: normalising would
+        # strip what the support check reads (the hyphens of a date, a name's capitals).
+        for item in split_items(final, normalized=False):
             words = content_tokens(item)
             if words and not words <= content_tokens("yes no true false"):
                 claims.append(item)
-    return claims
+    # A claim repeated (a small model looping on its answer) is one claim, not a heavier one.
+    once: dict[str, str] = {}
+    for claim in claims:
+        once.setdefault(" ".join(claim.lower().split()), claim)
+    return list(once.values())
 
 
 def _judge_text(output: str) -> str:
     """What the judge reads: the whole output, search calls removed (the final answer is a claim too)."""
-    return " ".join(_SEARCH_RE.sub(" ", output or "").split())
+    return " ".join(SEARCH_CALL_RE.sub(" ", output or "").split())
 
 
 # --------------------------------------------------------------------------------------------

@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import ctypes
 import hashlib
+import time
 from pathlib import Path
 
 import llama_cpp
@@ -198,12 +199,14 @@ class LlamaCppLM(LM):
     def _decode(self, request: GenerationRequest, special: bool) -> LMCall:
         """Greedy decoding of ``request``; ``special``: a chat prompt (special tokens read as such,
         the template's own BOS)."""
+        start = time.perf_counter()
         full = self._tokenize(request.prompt.text, bos=not special, special=special)
         if len(full) <= 1 or not request.prompt.dynamic:
             raise LMError("the prompt's dynamic part is empty: there is nothing to continue from")
         keep, evaluated = self._start((request.prompt.static, special), full)
         self._eval(full[keep:], at=keep)
         evaluated += len(full) - keep
+        prefill = time.perf_counter() - start  # the first token's logits are ready
         self._last = full
         bias = self._bias_vector(request.logit_bias)
         out = bytearray()
@@ -266,6 +269,7 @@ class LlamaCppLM(LM):
             logprobs=logprobs[:keep] if request.logprobs else None,
             top_logprobs=tops[:keep] if request.top_logprobs else None,
             entropies=entropies[:keep] if request.entropy else None,
+            prefill_seconds=prefill,
         )
 
     def _distribution(self, logits: np.ndarray, tok: int, k: int) -> tuple[list[list], float]:

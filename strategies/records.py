@@ -46,7 +46,10 @@ class LMCall:
     first) and ``entropies`` (per token, the entropy of the next-token distribution in nats) only
     when a trigger asked for them: None otherwise, and then left out of the trace. ``tool_calls``
     holds the tool calls a chat turn offered tools made (empty when it made none; None, and left
-    out of the trace, when no tools were offered).
+    out of the trace, when no tools were offered). ``prefill_seconds`` is the part of ``seconds``
+    before the first token could be generated (the prompt's evaluation), where the backend observes
+    it (the in-process model); None, and left out of the trace, where it does not (a server that
+    answers whole, a cache hit).
     """
 
     purpose: str
@@ -64,6 +67,7 @@ class LMCall:
     top_logprobs: list[list[list]] | None = None
     entropies: list[float] | None = None
     tool_calls: list[ToolCall] | None = None
+    prefill_seconds: float | None = None
 
 
 #: The purpose of a drafted sentence (or answer) that a confidence trigger judges (flare_direct,
@@ -73,7 +77,7 @@ DRAFT = "draft"
 SELF_CHECK = "self_check"
 
 #: LMCall fields left out of a trace when None (asked for by some triggers only).
-OPTIONAL_CALL_FIELDS = ("top_logprobs", "entropies", "tool_calls")
+OPTIONAL_CALL_FIELDS = ("top_logprobs", "entropies", "tool_calls", "prefill_seconds")
 
 #: Decimals the per-token alternatives' logprobs and the entropies keep in a trace (``traces.jsonl``):
 #: 20 alternatives per drafted token stay compact, and 1e-4 in a logprob is a relative 1e-4 in a

@@ -44,6 +44,20 @@ def test_a_repeated_call_is_served_from_the_cache(tmp_path):
     assert warm.prompt_tokens == cold.prompt_tokens and warm.completion_tokens == cold.completion_tokens
 
 
+def test_a_hit_has_no_prefill_of_its_own(tmp_path):
+    # The streaming scorer starts a call's tokens after its prefill: a hit's lookup has none.
+    class Prefilled(Described):
+        def _complete(self, request):
+            call = super()._complete(request)
+            call.prefill_seconds = 0.25
+            return call
+
+    lm = CachedLM(Prefilled([([" Ann", "."], [0.4, 0.9])]), DiskCache(tmp_path))
+    cold = lm.generate(PROMPT, 16)
+    warm = lm.generate(PROMPT, 16)
+    assert cold.prefill_seconds == 0.25 and warm.cached and warm.prefill_seconds is None
+
+
 @pytest.mark.parametrize(
     "change",
     [

@@ -4,6 +4,7 @@ long probes. Hand-made probes and scripted outputs, the values worked out by han
 
 from __future__ import annotations
 
+import dataclasses
 import json
 
 import pandas as pd
@@ -116,6 +117,15 @@ def test_a_long_probe_is_scored_on_its_whole_output(output, em, f1, missing, wro
 def test_score_answer_long():
     assert score_answer(ALL, UPGRADE) == (1.0, 1.0)
     assert score_answer(WRONG_TOO, UPGRADE) == (0.0, 1.0)
+
+
+def test_a_long_answer_the_token_cap_cut_is_incomplete_for_the_cap():
+    cut = dataclasses.replace(long_trace(ONE_MISSING), stop_reason="token_cap")
+    assert probe_row(cut, UPGRADE)["incomplete"] == "token_cap"
+    assert probe_row(dataclasses.replace(long_trace(ALL), stop_reason="token_cap"), UPGRADE)["incomplete"] is None
+    other = Probe(**{**UPGRADE.__dict__, "id": "up2"})
+    row = _summary([(cut, UPGRADE), (long_trace(ONE_MISSING, probe_id="up2"), other)]).iloc[0]
+    assert (row["incomplete_token_cap"], row["incomplete_rate"], row["incomplete_facts_rate"]) == (0.5, 1.0, 1.0)
 
 
 def test_a_short_probe_gets_no_fact_values():

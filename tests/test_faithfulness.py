@@ -66,7 +66,7 @@ def _trace(strategy: str, probe_id: str, output: str, doc_ids: list[list[str]], 
 
 def test_the_final_answer_is_a_claim_of_its_own():
     out = "The mother of Aida Wang is Shelli Beltran. So the answer is Shelli Beltran."
-    assert answer_claims(out) == ["The mother of Aida Wang is Shelli Beltran.", "shelli beltran"]
+    assert answer_claims(out) == ["The mother of Aida Wang is Shelli Beltran.", "Shelli Beltran"]
     # each item of a list answer; a yes/no verdict is no claim about the passages
     assert answer_claims("So the answer is nurse, actor.") == ["nurse", "actor"]
     assert answer_claims("Aida Wang is a personal assistant. So the answer is yes.") == [
@@ -82,13 +82,23 @@ def test_an_unsupported_final_answer_lowers_faithfulness():
 
 
 def test_a_lone_final_answer_is_its_answer_part():
-    assert answer_claims("So the answer is Shelli Beltran.") == ["shelli beltran"]
+    assert answer_claims("So the answer is Shelli Beltran.") == ["Shelli Beltran"]
 
 
 def test_claims_drop_search_markers_and_empty_sentences():
     out = "[Search(mother of Aida Wang)] The mother of Aida Wang is Shelli Beltran. So it is. So the answer is Xena."
-    assert answer_claims(out) == ["The mother of Aida Wang is Shelli Beltran.", "xena"]
+    assert answer_claims(out) == ["The mother of Aida Wang is Shelli Beltran.", "Xena"]
     assert answer_claims("") == []
+    # A search call the model left open runs to the end of its line; it is no claim.
+    assert answer_claims("[Search(mother of Aida Wang\nSo the answer is Xena.") == ["Xena"]
+
+
+def test_the_answers_items_are_checked_as_written_and_each_claim_once():
+    (date,) = answer_claims("So the answer is 0295-05-30.")
+    assert date == "0295-05-30" and claim_supported(date, [AIDA])  # not "02950530"
+    assert not claim_supported("02950530", [AIDA])
+    looping = "The mother of Aida Wang is Shelli Beltran. So the answer is Ryan Wang. " * 3
+    assert answer_claims(looping) == ["The mother of Aida Wang is Shelli Beltran.", "Ryan Wang"]
 
 
 def test_content_tokens_keep_numbers_whole_and_stem_words():

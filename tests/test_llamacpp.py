@@ -56,6 +56,11 @@ def test_token_cap_and_stop_sequences(lm):
     assert stopped.text == lm.generate(Prompt("", TEXT), 40).text.split(".")[0]
 
 
+def test_the_prompts_evaluation_is_timed_apart(lm):
+    call = lm.generate(Prompt("", TEXT), 8)
+    assert 0 < call.prefill_seconds < call.seconds  # the prefill, then 8 tokens
+
+
 def test_static_prefix_is_evaluated_once(lm):
     t = PromptTemplate(open_book=False)
     first = lm.generate(t.build("Who is the mother of Ann Lee?"), 4)

@@ -50,7 +50,7 @@ def _lines(run_dir: Path) -> list[dict]:
 def _untimed(value):
     """A trace without its timings (which differ from run to run)."""
     if isinstance(value, dict):
-        return {k: _untimed(v) for k, v in value.items() if k != "seconds"}
+        return {k: _untimed(v) for k, v in value.items() if k not in ("seconds", "prefill_seconds")}
     if isinstance(value, list):
         return [_untimed(v) for v in value]
     return value

@@ -80,6 +80,15 @@ def test_one_call_answer_ttfs_is_first_hop_plus_the_first_sentence_share_of_the_
     assert values(t) == {"ttfs_s": 1.5, "stall_s": 1.5}  # the wait from the 2nd sentence end to the 3rd
 
 
+def test_a_recorded_prefill_comes_before_the_first_token():
+    # The same call with 2 of its 4 s evaluating the prompt: the tokens share the other 2 s.
+    c = call(ALPHA + BETA + ANSWER, seconds=4.0, completion=16)
+    c.prefill_seconds = 2.0
+    t = trace([Step(c.text, [c], [ret(FIRST_HOP, 0.5)])])
+    assert sentence_times(t) == [0.5 + 2.0 + 2.0 * 4 / 16, 0.5 + 2.0 + 2.0 * 8 / 16, 0.5 + 2.0 + 2.0 * 14 / 16]
+    assert values(t) == {"ttfs_s": 3.0, "stall_s": 0.75}
+
+
 def test_flare_direct_stall_spans_the_draft_the_retrieval_and_the_regeneration():
     # Step 1: first hop 0.25, a draft of 1.25 s that generated 5 tokens, 4 of them the sentence
     # (the fifth began the next sentence): accepted at 0.25 + 1.25 * 4/5 = 1.25; the step ends at 1.5.

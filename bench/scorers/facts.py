@@ -63,8 +63,9 @@ def _note(summary: pd.DataFrame, scoring: Scoring) -> list[str]:
         if long:
             return [
                 f"incomplete_rate: {long} of {len(rows)} probes are long answers, counted incomplete when they "
-                "miss a required fact (incomplete_facts_rate); the five incomplete_ reasons count the short "
-                "answers only, so incomplete_rate is their sum plus the long answers missing a fact"
+                "miss a required fact (incomplete_facts_rate); of the five incomplete_ reasons only token_cap "
+                "counts long answers (those the cap cut before they stated every fact), so incomplete_rate is "
+                "their sum plus the other long answers missing a fact"
             ]
     return []
 

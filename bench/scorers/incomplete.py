@@ -14,7 +14,9 @@ from flarebench.strategies.records import Trace
 #: The reasons, in the order of their summary columns ``incomplete_<reason>`` (row column ``incomplete``).
 INCOMPLETE_REASONS = ("token_cap", "step_cap", "no_answer", "abstain", "empty")
 #: The reason of a long answer (``answer_type`` ``long``) that misses a required fact: long answers
-#: are judged by their facts (:mod:`flarebench.bench.scorers.facts`), never by the reasons above.
+#: are judged by their facts (:mod:`flarebench.bench.scorers.facts`), never by the format reasons
+#: above, but one the token cap cut before it stated them all has ``token_cap``, so that a reader
+#: can tell a cap too low from facts the model left out.
 MISSING_FACTS = "missing_facts"
 
 
@@ -45,17 +47,21 @@ def incomplete_row(trace: Trace, probe: Any, row: Mapping[str, Any]) -> dict[str
     """``stop_reason`` as the trace recorded it, and ``incomplete``, the reason of
     :func:`incomplete_reason` for the rule the answer scorer applied (``answer_rule``). A long
     probe's reason is :data:`MISSING_FACTS` when its output misses a required fact (the facts
-    scorer's ``facts_missing``), else none; an errored probe has none."""
+    scorer's ``facts_missing``; ``token_cap`` when the token cap cut it), else none; an errored probe
+    has none."""
     if getattr(probe, "answer_type", None) == "long":
         failed = bool(trace.error) or trace.stop_reason == "error"
-        reason = MISSING_FACTS if not failed and row.get("facts_missing") else None
+        reason = None
+        if not failed and row.get("facts_missing"):
+            reason = "token_cap" if trace.stop_reason == "token_cap" else MISSING_FACTS
     else:
         reason = incomplete_reason(trace, row["answer_rule"])
     return {"stop_reason": trace.stop_reason, "incomplete": reason}
 
 
 _DOCS = {
-    "token_cap": "Share of probes cut by the token cap before a final-answer statement.",
+    "token_cap": "Share of probes cut by the token cap before a final-answer statement (a long answer: "
+    "before it stated every required fact).",
     "step_cap": "Share of probes cut by an iteration cap (e.g. IRCoT's max_steps) before a final-answer statement.",
     "no_answer": "Share of probes whose output ended (the model stopped) without a final-answer "
     "statement; an answer then read from the last clause (see em_lenient) still counts here.",
@@ -95,7 +101,8 @@ def incomplete_flags(g: Group) -> pd.Series:
 )
 def incomplete(g: Group) -> dict[str, float]:
     """Each reason's share of the probes; a probe that raised has none. Long probes missing a
-    required fact add their share to incomplete_rate only (the run's notes say so)."""
+    required fact that the token cap did not cut add their share to incomplete_rate only (the
+    run's notes say so)."""
     n = len(g.rows)
     reasons = _reasons(g)
     shares = {f"incomplete_{r}": float((reasons == r).sum()) / n for r in INCOMPLETE_REASONS}

@@ -22,10 +22,13 @@ results (``--rerank lm``, recorded on the retrieval, purpose ``rerank``): the re
 A step's text is shown as the call that wrote it generates it: the step's last call that is not a
 question-generation call (the draft when FLARE's gate did not fire, the regeneration when it did;
 a drafted sentence that was regenerated is never shown). Its character ``c`` is reached at the
-call's start + its seconds x (tokens through ``c`` / its completion tokens): no per-token time is
-recorded, so time is spread linearly over the tokens, the prompt's evaluation included (which
-really comes before the first token: a sentence ending early in a call is reached later than
-that). A call recorded without tokens is spread over its characters. Text the strategy wrote itself
+call's start + its prefill + (its seconds - its prefill) x (tokens through ``c`` / its completion
+tokens): the prompt's evaluation (``prefill_seconds``, recorded by the in-process model) comes
+before the first token, and no per-token time is recorded, so the rest is spread linearly over the
+tokens. A call recorded without its prefill (a server answering whole, a cache hit, a trace made
+before it was recorded) is spread whole over its tokens, its prompt's evaluation included (a
+sentence ending early in such a call is reached earlier than it really was). A call recorded
+without tokens is spread over its characters. Text the strategy wrote itself
 rather than the call (an abstention, a closed search call) is shown when the step ends, and so is
 a step's text when work of the same step followed its call (explicit FLARE queries that yielded no
 usable query).
@@ -120,8 +123,11 @@ def shown_text(trace: Trace) -> tuple[str, list[float]]:
             # Held to the step's end when work of the step followed the call that wrote its text.
             floor = t if order[-1] is not writer else 0.0
             written = len(os.path.commonprefix([step.text, writer.text]))
-            start, seconds = starts[id(writer)], float(writer.seconds)
-            step_times = [max(floor, start + seconds * share) for share in _shares(writer, written)]
+            seconds = float(writer.seconds)
+            # Generation starts once the prompt is evaluated, where the backend observed when.
+            prefill = min(float(writer.prefill_seconds or 0.0), seconds)
+            start = starts[id(writer)] + prefill
+            step_times = [max(floor, start + (seconds - prefill) * share) for share in _shares(writer, written)]
             step_times += [t] * (len(step.text) - written)
         chars.append(step.text)
         times += step_times
