@@ -1,5 +1,6 @@
 """Streaming: how long a reader watching the answer stream waits for its first sentence, and for the
-longest pause between two sentences while active retrieval runs.
+longest pause between two sentences (whatever fills it: active retrieval, a regeneration, a slow
+sentence).
 
 **Streaming model.** A trace holds no clock times, only each LM call's and each retrieval's own
 ``seconds``; they ran one after another, so the answer's timeline is their running sum, in the
