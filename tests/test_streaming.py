@@ -89,6 +89,14 @@ def test_a_recorded_prefill_comes_before_the_first_token():
     assert values(t) == {"ttfs_s": 3.0, "stall_s": 0.75}
 
 
+def test_a_step_whose_strategy_tidied_the_calls_whitespace_is_timed_by_the_call():
+    # self_ask joins a turn as one space-led line: the call wrote "\nAlpha one.\n  Beta two.", the
+    # answer shows " Alpha one. Beta two."; the first sentence ends in the call's 2nd token of 4.
+    c = call(["\nAlpha", " one.", "\n  Beta", " two."], seconds=4.0)
+    t = trace([Step(" Alpha one. Beta two.", [c])])
+    assert sentence_times(t) == [2.0, 4.0]  # not both at the call's end
+
+
 def test_flare_direct_stall_spans_the_draft_the_retrieval_and_the_regeneration():
     # Step 1: first hop 0.25, a draft of 1.25 s that generated 5 tokens, 4 of them the sentence
     # (the fifth began the next sentence): accepted at 0.25 + 1.25 * 4/5 = 1.25; the step ends at 1.5.

@@ -22,7 +22,8 @@ results (``--rerank lm``, recorded on the retrieval, purpose ``rerank``): the re
 
 A step's text is shown as the call that wrote it generates it: the step's last call that is not a
 question-generation call (the draft when FLARE's gate did not fire, the regeneration when it did;
-a drafted sentence that was regenerated is never shown). Its character ``c`` is reached at the
+a drafted sentence that was regenerated is never shown; the step's text is matched to the call's
+up to the whitespace a strategy tidies, as self_ask does). Its character ``c`` is reached at the
 call's start + its prefill + (its seconds - its prefill) x (tokens through ``c`` / its completion
 tokens): the prompt's evaluation (``prefill_seconds``, recorded by the in-process model) comes
 before the first token, and no per-token time is recorded, so the rest is spread linearly over the
@@ -51,7 +52,6 @@ under test (``http``): it arrives whole, and how the service would stream it is 
 from __future__ import annotations
 
 import bisect
-import os
 from collections.abc import Mapping
 from typing import Any
 
@@ -97,6 +97,28 @@ def _shares(call: LMCall, n_chars: int) -> list[float]:
     return [min(1.0, (i + 1) / length) if length else 1.0 for i in range(n_chars)]
 
 
+def _aligned(shown: str, written: str) -> list[int]:
+    """For each leading character of ``shown`` that the call wrote, its index in the call's text
+    ``written``. The two agree but for whitespace, which a strategy may tidy (self_ask joins a turn
+    as one space-led line): a space in ``shown`` stands for a run of whitespace in ``written``, or
+    for none. The first character that disagrees ends the match."""
+    out: list[int] = []
+    j = 0
+    for ch in shown:
+        if ch.isspace():
+            k = j
+            while k < len(written) and written[k].isspace():
+                k += 1
+            out.append(max(k - 1, 0) if k > j else max(j - 1, 0))
+            j = k
+        elif j < len(written) and written[j] == ch:
+            out.append(j)
+            j += 1
+        else:
+            break
+    return out
+
+
 def shown_text(trace: Trace) -> tuple[str, list[float]]:
     """The text a reader is shown (search calls removed) and, per character, the second of the
     answer's timeline at which it appears."""
@@ -123,13 +145,14 @@ def shown_text(trace: Trace) -> tuple[str, list[float]]:
         else:
             # Held to the step's end when work of the step followed the call that wrote its text.
             floor = t if order[-1] is not writer else 0.0
-            written = len(os.path.commonprefix([step.text, writer.text]))
+            at = _aligned(step.text, writer.text)
+            shares = _shares(writer, at[-1] + 1 if at else 0)
             seconds = float(writer.seconds)
             # Generation starts once the prompt is evaluated, where the backend observed when.
             prefill = min(float(writer.prefill_seconds or 0.0), seconds)
             start = starts[id(writer)] + prefill
-            step_times = [max(floor, start + (seconds - prefill) * share) for share in _shares(writer, written)]
-            step_times += [t] * (len(step.text) - written)
+            step_times = [max(floor, start + (seconds - prefill) * shares[j]) for j in at]
+            step_times += [t] * (len(step.text) - len(at))
         chars.append(step.text)
         times += step_times
     text = "".join(chars)
