@@ -350,6 +350,7 @@ def test_traces_leave_out_what_no_trigger_asked_for_and_old_traces_load():
         "top_logprobs",
         "entropies",
         "tool_calls",
+        "prefill_seconds",
     }
     assert Trace.from_dict(json.loads(json.dumps(d))) == trace
     call.top_logprobs, call.entropies = [[[" a", -0.1], [" b", -2.5]]], [0.4]
