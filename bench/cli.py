@@ -524,8 +524,9 @@ def _init(args: argparse.Namespace) -> int:
         print(f"created {path}")
     for path in done.kept:
         print(f"kept    {path} (exists; not overwritten)")
+    here = target.resolve() == Path.cwd().resolve()
     print(
-        f"next: cd {shlex.quote(str(target))} && pytest bench --limit 1   "
+        f"next: {'' if here else f'cd {shlex.quote(str(target))} && '}pytest bench --limit 1   "
         "(then edit bench/probes and flarebench.toml; bench/README.md says how to gate CI)"
     )
     return 0

@@ -50,6 +50,14 @@ def test_init_keeps_a_pyprojects_table_instead_of_adding_a_config_file(tmp_path)
     assert not (tmp_path / "flarebench.toml").exists() and tmp_path / "pyproject.toml" in done.kept
 
 
+def test_init_says_what_to_run_next_from_where_the_user_is(tmp_path, monkeypatch):
+    code, out, _ = run_cli("init", str(tmp_path / "repo"))
+    assert code == 0 and f"next: cd {tmp_path / 'repo'} && pytest bench --limit 1" in out
+    monkeypatch.chdir(tmp_path / "repo")
+    code, out, _ = run_cli("init", ".")
+    assert code == 0 and "next: pytest bench --limit 1" in out  # no "cd ." in the folder itself
+
+
 def test_init_into_a_file_is_one_line(tmp_path):
     (tmp_path / "f").write_text("")
     code, out, err = run_cli("init", str(tmp_path / "f"))
