@@ -55,6 +55,7 @@ from typing import Any
 from flarebench.bench.bounds import strategy_rows
 from flarebench.bench.config import command_line, config_difference
 from flarebench.bench.metrics import OPTIONAL_COLUMNS, SUMMARY_COLUMNS
+from flarebench.bench.scorers.latency import FEW
 from flarebench.bench.scorers.registry import LOWER, WORSE_KINDS, columns
 
 VERSION = 1
@@ -91,6 +92,17 @@ DEFAULT_TOLERANCES: dict[str, dict[str, float] | None] = {
 }
 
 _SLACK = 1e-9
+
+
+def _few_probes(row: dict[str, Any]) -> str:
+    """Why a p95 latency ratio over this row's probes is noisy, or "" when they are enough."""
+    timed = _number(row.get("n"))
+    if timed is None or timed - (_number(row.get("errors")) or 0) >= FEW:
+        return ""
+    return (
+        f"rests on {int(timed)} probes, so each p95 is about the slowest probe's: one probe slowed by a busy "
+        f"runner moves it; gate on {FEW} probes or more, or loosen it (--tolerance latency_p95_ratio=max_rise_rel:1)"
+    )
 
 
 class GateError(ValueError):
@@ -519,6 +531,8 @@ class Gating:
         else:
             new = with_ratios(rows[spec], rows.get(self.reference))
             lines = [b.line() for b in compare(self.baseline.metrics[spec], new, self.tolerances)]
+            few = _few_probes(rows[spec])
+            lines = [line + f" ({few})" if few and line.startswith("latency_p95_ratio:") else line for line in lines]
         self.verdicts[spec] = lines
         return lines
 
@@ -577,4 +591,8 @@ class Gating:
             write_atomic(self.save_to, json.dumps(doc, indent=2) + "\n")
         except OSError as e:
             return f"baseline not saved: {self.save_to} cannot be written ({e.strerror or e})"
-        return f"baseline saved: {self.save_to} ({', '.join(self.wanted)})"
+        saved = f"baseline saved: {self.save_to} ({', '.join(self.wanted)})"
+        few = [f for s in self.wanted if (f := _few_probes(rows[s]))]
+        if few and self.tolerances.get("latency_p95_ratio"):
+            return f"{saved}; its latency_p95_ratio {few[0]}"
+        return saved

@@ -295,6 +295,34 @@ def test_a_baseline_file_that_does_not_name_n_and_errors_still_gates_them(tmp_pa
     assert Gating.from_options(["single_time"], gate=str(path)).check("single_time", summary) == []
 
 
+def test_a_p95_ratio_over_few_probes_says_why_it_is_noisy(tmp_path):
+    path = tmp_path / "baseline.json"
+    doc = _baseline_doc()
+    doc["metrics"]["single_time"].update(n=3, errors=0, latency_p95_ratio=2.0)
+    doc["tolerances"] = {"latency_p95_ratio": {"max_rise_rel": 0.25}, "n": None, "errors": None}
+    path.write_text(json.dumps(doc))
+    row = {"strategy": "single_time", "em": 0.5, "f1": 0.5, "errors": 0, "latency_p95_s": 6.0}
+    reference = {"strategy": "no_retrieval", "latency_p95_s": 2.0, "errors": 0}
+    summary = pd.DataFrame([{**reference, "n": 3}, {**row, "n": 3}])
+    (line,) = Gating.from_options(["single_time"], gate=str(path)).check("single_time", summary)
+    assert line.startswith(
+        "latency_p95_ratio: baseline 2, new 3, allowed <= 2.5 (max_rise_rel 0.25) (rests on 3 probes"
+    )
+    assert line.endswith("(--tolerance latency_p95_ratio=max_rise_rel:1))")
+    doc["metrics"]["single_time"]["n"] = 20
+    path.write_text(json.dumps(doc))
+    many = pd.DataFrame([{**reference, "n": 20}, {**row, "n": 20}])
+    assert Gating.from_options(["single_time"], gate=str(path)).check("single_time", many) == [
+        "latency_p95_ratio: baseline 2, new 3, allowed <= 2.5 (max_rise_rel 0.25)"
+    ]
+    saving = Gating.from_options(["single_time"], save_baseline=str(tmp_path / "new.json"))
+    saving.bind(_fingerprint())
+    assert saving.save(summary).endswith("; its latency_p95_ratio rests on 3 probes, so each p95 is about the " +
+        "slowest probe's: one probe slowed by a busy runner moves it; gate on 20 probes or more, or loosen it " +
+        "(--tolerance latency_p95_ratio=max_rise_rel:1)")  # fmt: skip
+    assert saving.save(many) == f"baseline saved: {tmp_path / 'new.json'} (single_time)"
+
+
 def test_gate_plan_runs_the_reference_first_and_the_baselines_specs_by_default(tmp_path):
     path = tmp_path / "b.json"
     doc = _baseline_doc()

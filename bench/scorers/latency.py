@@ -31,8 +31,7 @@ def few_probes(summary: pd.DataFrame, scoring: Scoring) -> list[str]:
     count = "1 probe" if high == 1 else f"{low} probes" if low == high else f"{low} to {high} probes"
     return [
         f"p95 columns rest on {count} per strategy: under {FEW}, a p95 is the slowest probe or "
-        "near it, and one slow probe (the first, which pays one-time costs, in a run that is not gated) "
-        "moves it; read the p50 columns too, or run more probes"
+        "near it, and one slow probe (a busy machine) moves it; read the p50 columns too, or run more probes"
     ]
 
 
