@@ -219,9 +219,12 @@ def extract_answer(output: str) -> str | None:
     m = next((m for at in reversed(starts) if (m := _ANSWER_RE.match(output, at))), None)
     if m is None:
         return None
-    # Only the statement's own sentence: an output may run on past it ("X. The answer is X").
-    answer = first_sentence(m.group(1).split("\n")[0]).strip()
-    answer = re.sub(r"[.\s]+$", "", answer)
+    # Only the statement's own sentence: an output may run on past it ("X. The answer is X"). It
+    # is split with the statement's opening before it, as the text reads: alone, "6. Each broker
+    # ..." starts like a numbered list and would not end at "6.".
+    opening = " ".join(output[m.start() : m.start(1)].split()) + " "
+    sentence = first_sentence(opening + m.group(1).split("\n")[0])
+    answer = re.sub(r"[.\s]+$", "", sentence[len(opening) :].strip())
     return answer or None
 
 

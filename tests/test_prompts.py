@@ -33,6 +33,11 @@ def test_closed_book_has_no_documents():
         # the last statement: an answer that corrects itself ends with the one it gives
         ("So the answer is Patsy Cormier. She is his aunt. So the answer is Sol Cormier.", "Sol Cormier"),
         ("The answer is:\n\nRosa Tull.", "Rosa Tull"),  # begun on the next line
+        # a small number followed by another sentence: "6. Each" is no numbered list here
+        ("So the answer is 6. Each broker handles 40,000 messages.", "6"),
+        ("So the answer is 15. Escalate after that.", "15"),
+        ("The answer is 3. The answer is 3. The answer", "3"),
+        ("So the answer is Dr. Smith. He knows.", "Dr. Smith"),
     ],
 )
 def test_extract_answer(output, answer):
