@@ -152,8 +152,12 @@ def bench_session(request: pytest.FixtureRequest):
     # From here the session holds the run folder's lock: every way out (an error, Ctrl-C, the end
     # of the pytest session, which tears this fixture down even when interrupted) closes it.
     try:
-        with _stop_if_lm_unreachable():
-            session.warm_up()  # prompt prefixes evaluated before anything is timed
+        try:
+            with _stop_if_lm_unreachable():
+                session.warm_up()  # prompt prefixes evaluated before anything is timed
+        except BaseException:
+            session.mark_interrupted()  # run.json must not say "running" for a run that stopped
+            raise
         yield session
         session.write_report()
     finally:

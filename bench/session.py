@@ -590,21 +590,25 @@ class BenchSession:
 
     @contextlib.contextmanager
     def closing(self) -> Iterator[BenchSession]:
-        """The body of a command's run: on Ctrl-C or an unreachable LM, what finished is summarised
-        and the run marked interrupted before the error goes on (report.html waits for ``report
-        RUN_DIR``); the session is closed on every way out."""
+        """The body of a command's run: on Ctrl-C, an unreachable LM or any other error, what
+        finished is summarised and the run marked interrupted before the error goes on (report.html
+        waits for ``report RUN_DIR``); the session is closed on every way out."""
         try:
             yield self
-        except (KeyboardInterrupt, LMUnavailable):
-            self.write_summary()
+        except BaseException:
             self.mark_interrupted()
             raise
         finally:
             self.close()
 
     def mark_interrupted(self) -> None:
-        """Record in run.json that the run was stopped (Ctrl-C); its finished probes are kept."""
-        self._write_run_json(self.run_dir, status="interrupted")
+        """Summarise what finished and record in run.json that the run was stopped (Ctrl-C, an
+        error) before it ended; its finished probes are kept, and the same command resumes it. Never
+        raises: the error that stopped the run is the one to show."""
+        with contextlib.suppress(Exception):
+            self.write_summary()
+        with contextlib.suppress(Exception):
+            self._write_run_json(self.run_dir, status="interrupted")
 
     def write_report(self) -> Path:
         """Write report.html for what has run so far; returns its path."""
@@ -629,10 +633,13 @@ class BenchSession:
             if gating.difference:
                 lines.append(f"gate across configurations; first difference: {gating.difference}")
             broken = [spec for spec, verdict in gating.verdicts.items() if verdict]
+            unchecked = [spec for spec in gating.wanted if spec not in gating.verdicts]
             lines.append(
                 f"gate {gating.baseline.path} (latency reference {gating.reference}): "
                 f"{len(gating.verdicts) - len(broken)} passed, {len(broken)} broken"
                 + (f" ({', '.join(broken)})" if broken else "")
+                # A gated spec that never ran passed nothing: said, so that "0 broken" is not read as a pass.
+                + (f"; not checked, as they did not run: {', '.join(unchecked)}" if unchecked else "")
             )
         return lines
 

@@ -570,6 +570,11 @@ def test_pytest_bench_gate_fails_the_breaking_strategys_test(pytester, tmp_path,
     assert "em: baseline 1, new 0.666667, allowed >= 0.95 (max_drop 0.05)" in out
     assert f"gate {baseline} (latency reference no_retrieval): 1 passed, 1 broken (single_time)" in out
     assert "Traceback" not in out
+    # A gated spec deselected (-k) is not checked, and the verdict says so rather than "0 broken".
+    result = _pytest_bench(
+        pytester, "--limit", "3", "--report-dir", str(tmp_path / "k"), "--gate", str(baseline), "-k", "no_retrieval"
+    )
+    assert "1 passed, 0 broken; not checked, as they did not run: single_time" in result.stdout.str()
 
 
 @pytest.mark.slow

@@ -25,7 +25,7 @@ from flarebench.bench.topk import RecordTopK
 from flarebench.strategies.base import Strategy, finish
 from flarebench.strategies.lm import Prompt
 from flarebench.strategies.records import Step
-from tests.scripted import ScriptedLM
+from tests.scripted import ScriptedLM, run_cli
 
 
 @dataclasses.dataclass
@@ -133,6 +133,25 @@ def test_run_folder_of_another_configuration_is_refused(tmp_path):
     (tmp_path / "other" / "notes.txt").write_text("mine")
     with pytest.raises(ConfigError, match="holds no flarebench run"):
         BenchSession(strategy=["no_retrieval"], limit=1, report_dir=str(tmp_path / "other"), progress=False)
+
+
+@pytest.mark.parametrize("stage", ["warm_up", "run_strategy"])
+def test_a_run_stopped_by_an_error_is_marked_interrupted_not_running(tmp_path, scripted_lm, monkeypatch, stage):
+    # An error that is no user's mistake (a bug, a backend failing oddly) stops the run: run.json
+    # must say it stopped, not that it is still running, and the same command resumes it.
+    def boom(*args, **kwargs):
+        raise RuntimeError("boom")
+
+    monkeypatch.setattr(f"flarebench.bench.session.{stage}", boom)
+    run_dir = tmp_path / "run"
+    with pytest.raises(RuntimeError, match="boom"):
+        run_cli("run", "--strategy", "no_retrieval", "--limit", "1", "--report-dir", str(run_dir))
+    assert json.loads((run_dir / "run.json").read_text())["status"] == "interrupted"
+    assert not (run_dir / "run.lock").exists()
+    monkeypatch.undo()
+    monkeypatch.setattr("flarebench.bench.recipe.make_lm", lambda *args, **kwargs: scripted_lm)
+    code, out, err = run_cli("run", "--strategy", "no_retrieval", "--limit", "1", "--report-dir", str(run_dir))
+    assert code == 0 and json.loads((run_dir / "run.json").read_text())["status"] == "complete", err
 
 
 def test_a_run_folder_that_cannot_be_created_is_one_line(tmp_path, scripted_lm, monkeypatch):
@@ -281,7 +300,7 @@ def test_the_recorded_command_names_the_program_not_the_interpreter(argv, shown)
 def test_every_run_evaluates_its_prompt_prefixes_before_any_probe_is_timed(tmp_path, monkeypatch):
     # One-time costs (the model paged in, each static prefix evaluated) land in no probe's latency,
     # gated or not: run.json says what the warm-up evaluated.
-    from tests.scripted import ProbeAwareLM, run_cli
+    from tests.scripted import ProbeAwareLM
 
     class Logged(ProbeAwareLM):
         def __init__(self):
