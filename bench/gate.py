@@ -60,6 +60,9 @@ from flarebench.bench.scorers.registry import LOWER, WORSE_KINDS, columns
 
 VERSION = 1
 
+#: The file in the run folder holding a gated run's verdicts (report.html shows them).
+GATE_JSON = "gate.json"
+
 #: The strategy whose latency every other spec's latency is divided by (run by the gate when not asked for).
 DEFAULT_REFERENCE = "no_retrieval"
 
@@ -546,7 +549,7 @@ class Gating:
             "passed": {spec: not lines for spec, lines in self.verdicts.items()},
             "broken": {spec: lines for spec, lines in self.verdicts.items() if lines},
         }
-        write_atomic(Path(run_dir) / "gate.json", json.dumps(info, indent=2) + "\n")
+        write_atomic(Path(run_dir) / GATE_JSON, json.dumps(info, indent=2) + "\n")
 
     # -- at the end ------------------------------------------------------------------------
 

@@ -26,6 +26,7 @@ from flarebench.bench.adoption import Adoption, headers, intro
 from flarebench.bench.bounds import strategy_rows
 from flarebench.bench.calibrate import calibration_note, calibration_table
 from flarebench.bench.findings import findings
+from flarebench.bench.gate import GATE_JSON
 from flarebench.bench.metrics import COLUMN_DOCS
 from flarebench.bench.report import adoption_of, compact_frame, probe_rows, write_atomic
 from flarebench.strategies.records import Trace
@@ -280,8 +281,28 @@ def _theta(rows: pd.DataFrame) -> float | None:
     return plots.threshold_of(rows) if triggers <= {"min_prob"} else None
 
 
-def render(summary: pd.DataFrame, info: dict, traces: list[Trace], probe_set) -> str:
-    """The whole page as a string."""
+def _gate(verdicts: dict | None) -> str:
+    """The regression gate's verdict (the run folder's gate.json), or "" for a run not gated."""
+    if not verdicts:
+        return ""
+    e = html.escape
+    items = []
+    for spec, passed in (verdicts.get("passed") or {}).items():
+        if passed:
+            items.append(f"<li><code>{e(str(spec))}</code>: passed</li>")
+        else:
+            broken = "".join(f"<li>{e(str(line))}</li>" for line in (verdicts.get("broken") or {}).get(spec, []))
+            items.append(f"<li><code>{e(str(spec))}</code>: <b>broke the gate</b><ul>{broken}</ul></li>")
+    across = verdicts.get("config_difference")
+    note = f" (across configurations; first difference: {e(str(across))})" if across else ""
+    return (
+        f'<section id="gate"><h2>Regression gate</h2><p>Against the baseline '
+        f"<code>{e(str(verdicts.get('baseline')))}</code>{note} (gate.json):</p><ul>{''.join(items)}</ul></section>"
+    )
+
+
+def render(summary: pd.DataFrame, info: dict, traces: list[Trace], probe_set, gate: dict | None = None) -> str:
+    """The whole page as a string; ``gate`` is the run's gate.json, for a gated run."""
     config = info.get("config", {})
     study = info.get("study") or {}
     strategies = strategy_rows(summary)  # the oracle row of a comparison is no strategy: not plotted or viewed
@@ -320,6 +341,7 @@ def render(summary: pd.DataFrame, info: dict, traces: list[Trace], probe_set) ->
         title=e(title),
         head=head,
         findings=f'<section id="findings"><h2>What this run shows</h2><ul>{shows}</ul></section>' if shows else "",
+        gate=_gate(gate),
         notes=f"<h3>Notes</h3><ul>{notes}</ul>" if notes else "",
         table=_table(compact, "summary"),
         calibration=_calibration(summary, study),
@@ -339,10 +361,20 @@ def _asset(name: str) -> str:
 
 
 def write_report(run_dir: Path, summary: pd.DataFrame, info: dict, traces: list[Trace], probe_set) -> Path:
-    """Write ``RUN_DIR/report.html`` (atomically) and return its path."""
+    """Write ``RUN_DIR/report.html`` (atomically) and return its path. A gated run's verdict
+    (``gate.json``, when the folder holds one) is shown at the top."""
     path = Path(run_dir) / REPORT_HTML
-    write_atomic(path, render(summary, info, traces, probe_set))
+    write_atomic(path, render(summary, info, traces, probe_set, _read_gate(Path(run_dir) / GATE_JSON)))
     return path
+
+
+def _read_gate(path: Path) -> dict | None:
+    """gate.json's verdicts, or None when the run was not gated (or the file is not one flarebench wrote)."""
+    try:
+        verdicts = json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return None
+    return verdicts if isinstance(verdicts, dict) else None
 
 
 _PAGE = """<!DOCTYPE html>
@@ -359,7 +391,7 @@ _PAGE = """<!DOCTYPE html>
 <nav><a href="#comparison">Comparison</a><a href="#adoption">Adoption</a><a href="#plots">Plots</a>
 <a href="#viewer">Trace viewer</a><a href="#columns">Column definitions</a>
 <a href="#configuration">Configuration</a></nav>
-{findings}
+{gate}{findings}
 <section id="comparison">
 <h2>Comparison</h2>
 {calibration}<div class="scroll">{table}</div>

@@ -570,6 +570,11 @@ def test_pytest_bench_gate_fails_the_breaking_strategys_test(pytester, tmp_path,
     assert "em: baseline 1, new 0.666667, allowed >= 0.95 (max_drop 0.05)" in out
     assert f"gate {baseline} (latency reference no_retrieval): 1 passed, 1 broken (single_time)" in out
     assert "Traceback" not in out
+    # The report a CI job keeps says so too, at its top.
+    page = (tmp_path / "g" / "report.html").read_text()
+    assert page.index('<section id="gate">') < page.index('<section id="comparison">')
+    assert "<code>single_time</code>: <b>broke the gate</b><ul><li>em: baseline 1, new 0.666667" in page
+    assert "<code>no_retrieval</code>: passed" in page
     # A gated spec deselected (-k) is not checked, and the verdict says so rather than "0 broken".
     result = _pytest_bench(
         pytester, "--limit", "3", "--report-dir", str(tmp_path / "k"), "--gate", str(baseline), "-k", "no_retrieval"
