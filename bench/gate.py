@@ -56,7 +56,7 @@ from flarebench.bench.bounds import strategy_rows
 from flarebench.bench.config import command_line, config_difference
 from flarebench.bench.metrics import OPTIONAL_COLUMNS, SUMMARY_COLUMNS
 from flarebench.bench.scorers.latency import FEW
-from flarebench.bench.scorers.registry import LOWER, WORSE_KINDS, columns
+from flarebench.bench.scorers.registry import HIGHER, LOWER, WORSE_KINDS, columns
 
 VERSION = 1
 
@@ -495,9 +495,15 @@ class Gating:
             return
         diff = config_difference(self.baseline.config, fp, [self.reference, *self.wanted])
         if diff and not self.across_configs:
+            changed = (
+                "the probe set's questions, answers or documents changed since the baseline was saved: save a "
+                "new baseline (--save-baseline), or "
+                if diff.startswith("probes.hash")
+                else ""
+            )
             raise GateError(
                 f"{self.baseline.path} was made with a different configuration: {diff}; "
-                "use --gate-across-configs to compare anyway"
+                f"{changed}use --gate-across-configs to compare anyway"
             )
         self.difference = diff
 
@@ -594,8 +600,16 @@ class Gating:
             write_atomic(self.save_to, json.dumps(doc, indent=2) + "\n")
         except OSError as e:
             return f"baseline not saved: {self.save_to} cannot be written ({e.strerror or e})"
-        saved = f"baseline saved: {self.save_to} ({', '.join(self.wanted)})"
+        notes = [f"baseline saved: {self.save_to} ({', '.join(self.wanted)})"]
         few = [f for s in self.wanted if (f := _few_probes(rows[s]))]
         if few and self.tolerances.get("latency_p95_ratio"):
-            return f"{saved}; its latency_p95_ratio {few[0]}"
-        return saved
+            notes.append(f"its latency_p95_ratio {few[0]}")
+        quality = [m for m, bound in self.tolerances.items() if bound and DIRECTIONS.get(m) == HIGHER and m != "n"]
+        if quality and all(_number(rows[s].get(m)) in (0, None) for s in self.wanted for m in quality):
+            # A metric at 0 cannot drop: such a gate watches cost and latency only.
+            notes.append(
+                f"{', '.join(quality)} {'is' if len(quality) == 1 else 'are'} 0 for every spec, so no drop in "
+                "answer quality can break this gate: bound a metric that is above 0 too (e.g. --tolerance "
+                "recall=max_drop:0.05 --tolerance faithfulness=max_drop:0.1)"
+            )
+        return "; ".join(notes)

@@ -295,7 +295,18 @@ def test_a_baseline_file_that_does_not_name_n_and_errors_still_gates_them(tmp_pa
     assert Gating.from_options(["single_time"], gate=str(path)).check("single_time", summary) == []
 
 
-def test_a_p95_ratio_over_few_probes_says_why_it_is_noisy(tmp_path):
+def test_a_changed_probe_set_is_refused_saying_what_changed(tmp_path):
+    path = tmp_path / "baseline.json"
+    path.write_text(json.dumps(_baseline_doc()))
+    fp = _fingerprint()
+    fp["probes"] = {**fp["probes"], "hash": "other"}
+    with pytest.raises(GateError, match=r"probes\.hash \(was 'h', now 'other'\); the probe set's questions, "):
+        Gating.from_options(["single_time"], gate=str(path)).bind(fp)
+    with pytest.raises(GateError, match=r"save a new baseline \(--save-baseline\), or use --gate-across-configs"):
+        Gating.from_options(["single_time"], gate=str(path)).bind(fp)
+
+
+def test_a_baseline_says_what_it_cannot_see_when_saved_and_checked(tmp_path):
     path = tmp_path / "baseline.json"
     doc = _baseline_doc()
     doc["metrics"]["single_time"].update(n=3, errors=0, latency_p95_ratio=2.0)
@@ -321,6 +332,12 @@ def test_a_p95_ratio_over_few_probes_says_why_it_is_noisy(tmp_path):
         "slowest probe's: one probe slowed by a busy runner moves it; gate on 20 probes or more, or loosen it " +
         "(--tolerance latency_p95_ratio=max_rise_rel:1)")  # fmt: skip
     assert saving.save(many) == f"baseline saved: {tmp_path / 'new.json'} (single_time)"
+    # A gate whose quality metrics are all 0 cannot see quality drop: said when it is saved.
+    zero = pd.DataFrame([{**reference, "n": 20}, {**row, "n": 20, "em": 0.0, "f1": 0.0}])
+    assert saving.save(zero).endswith(
+        "; em, f1 are 0 for every spec, so no drop in answer quality can break this gate: bound a metric "
+        "that is above 0 too (e.g. --tolerance recall=max_drop:0.05 --tolerance faithfulness=max_drop:0.1)"
+    )
 
 
 def test_gate_plan_runs_the_reference_first_and_the_baselines_specs_by_default(tmp_path):
