@@ -524,6 +524,8 @@ def _init(args: argparse.Namespace) -> int:
         print(f"created {path}")
     for path in done.kept:
         print(f"kept    {path} (exists; not overwritten)")
+    for line in done.todo:
+        print(f"to do:  {line}")
     here = target.resolve() == Path.cwd().resolve()
     print(
         f"next: {'' if here else f'cd {shlex.quote(str(target))} && '}pytest bench --limit 1   "

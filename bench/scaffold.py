@@ -11,6 +11,7 @@ so a failed init leaves the folder as it was.
 from __future__ import annotations
 
 import contextlib
+import tomllib
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -25,10 +26,25 @@ _SUFFIX = ".in"
 
 @dataclass
 class Scaffold:
-    """What ``init`` did: the files it created, and those it kept because they existed."""
+    """What ``init`` did: the files it created, those it kept because they existed, and what the
+    user must still do by hand (``todo``: lines to print)."""
 
     created: list[Path] = field(default_factory=list)
     kept: list[Path] = field(default_factory=list)
+    todo: list[str] = field(default_factory=list)
+
+
+def _missing_settings(pyproject: Path) -> list[str]:
+    """The settings of the template flarebench.toml (its ``key = value`` lines) that the
+    ``[tool.flarebench]`` table of ``pyproject`` does not set: without them the bench would not run
+    the example probe set."""
+    try:
+        table = tomllib.loads(pyproject.read_text(encoding="utf-8"))["tool"]["flarebench"]
+    except (OSError, UnicodeDecodeError, tomllib.TOMLDecodeError, KeyError, TypeError):
+        table = {}
+    lines = (TEMPLATES / CONFIG_FILE).read_text(encoding="utf-8").splitlines()
+    settings = [line for line in lines if line and not line.startswith(("#", "[", " "))]
+    return [line for line in settings if line.split("=")[0].strip() not in table]
 
 
 def _requirement() -> str:
@@ -53,6 +69,11 @@ def init(target: Path) -> Scaffold:
         dest = target / str(source.relative_to(TEMPLATES)).removesuffix(_SUFFIX)
         if dest.name == CONFIG_FILE and defaults_in_pyproject:
             done.kept.append(pyproject)
+            if missing := _missing_settings(pyproject):
+                done.todo.append(
+                    f"{pyproject} holds [tool.flarebench], which flarebench reads instead of {CONFIG_FILE}; "
+                    f"add to it what the example needs: {'; '.join(missing)}"
+                )
         elif dest.is_file():
             done.kept.append(dest)
         else:

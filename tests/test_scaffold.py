@@ -48,6 +48,11 @@ def test_init_keeps_a_pyprojects_table_instead_of_adding_a_config_file(tmp_path)
     (tmp_path / "pyproject.toml").write_text('[tool.flarebench]\nprobes = "nq"\n')
     done = init(tmp_path)
     assert not (tmp_path / "flarebench.toml").exists() and tmp_path / "pyproject.toml" in done.kept
+    # The table is read instead of flarebench.toml: init says what it lacks to run the example set.
+    (todo,) = done.todo
+    assert "holds [tool.flarebench], which flarebench reads instead of flarebench.toml" in todo
+    assert todo.endswith('strategy = ["no_retrieval", "single_time", "flare_direct"]; retriever = "bm25s"')
+    assert "probes =" not in todo  # the table sets it already
 
 
 def test_init_says_what_to_run_next_from_where_the_user_is(tmp_path, monkeypatch):
