@@ -130,7 +130,8 @@ def _value(opt: Option, raw: Any, base: Path, where: str) -> Any:
         return items
     want = (int, float) if opt.type is float else opt.type
     if not isinstance(raw, want) or isinstance(raw, bool):
-        raise SettingsError(f"{where}: expected {opt.type.__name__}, got {raw!r}")
+        also = " (a folder), true or false" if opt.dest == "cache" else ""
+        raise SettingsError(f"{where}: expected {opt.type.__name__}{also}, got {raw!r}")
     if opt.dest in _PATH_OPTIONS:
         return str(base / raw)
     if opt.dest == "probes" and (base / raw).exists():
@@ -140,10 +141,11 @@ def _value(opt: Option, raw: Any, base: Path, where: str) -> Any:
 
 def _line_of(text: str, key: str) -> int | str:
     """The line number where ``key`` is assigned (``key =``, a dotted ``flarebench.key =``) or opens
-    a table (``[tool.flarebench.key]``), for error messages; '?' when not found."""
+    a table (``[tool.flarebench.key]``, or ``[key.sub]``, which opens it too), for error messages; '?'
+    when not found."""
     name = rf"[\"']?{re.escape(key)}[\"']?"
     assigned = re.compile(rf"(?:^|[{{,])\s*(?:[\w\"'-]+\s*\.\s*)*{name}\s*=")  # also in an inline table
-    table = re.compile(rf"\s*\[+\s*(?:[^\]]*\.)?\s*{name}\s*\]")
+    table = re.compile(rf"\s*\[+\s*(?:[^\]]*\.)?\s*{name}\s*[\].]")
     for number, line in enumerate(text.splitlines(), 1):
         if assigned.search(line) or table.match(line):
             return number

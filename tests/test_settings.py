@@ -67,6 +67,8 @@ def test_values_are_typed_and_paths_are_relative_to_the_file(tmp_path):
         ("limit = 2\nstrategy = ''\n", ":2: strategy: must not be empty"),
         ("probes = ''\n", ":1: probes: must not be empty"),
         ("limit = 2\n[section]\nx = 1\n", ":2: section: unknown key"),
+        ("limit = 2\n[tool.flarebench]\nlimit = 3\n", ":2: tool: unknown key"),  # a pyproject table pasted here
+        ("cache = 3\n", ":1: cache: expected str (a folder), true or false, got 3"),
     ],
 )
 def test_a_bad_file_is_one_line_naming_file_line_and_key(tmp_path, text, problem):
