@@ -427,7 +427,8 @@ def test_a_probe_that_raised_is_left_out_of_what_it_used_and_said():
     # Every probe raised: nothing it used is known, so every such column is missing, not 0.
     none = s.loc["down"]
     assert (none["n"], none["errors"], none["em"], none["f1"]) == (2, 2, 0.0, 0.0)
-    for column in ("lm_calls_per_q", "retrieval_rate", "recall", "latency_p95_s", "harness_share", "triggered_share"):
+    for column in ("lm_calls_per_q", "retrieval_rate", "recall", "latency_p95_s", "harness_share", "triggered_share",
+                   "incomplete_rate", "incomplete_no_answer"):  # fmt: skip
         assert pd.isna(none[column]), column
     assert pd.isna(half["tokens_rel_blended"])  # the reference used nothing known
     notes = summarize(rows, reference="down").attrs["notes"]

@@ -91,7 +91,7 @@ def incomplete_flags(g: Group) -> pd.Series:
         "incomplete_rate",
         "Share of probes, 0-1, whose answer never reached a final-answer statement: the sum "
         "of the five incomplete_ columns (each answer has at most one reason). Errored probes are not "
-        "counted here (see errors).",
+        "counted here (see errors); empty when every probe raised.",
         better=LOWER,
     ),
     *(Column(f"incomplete_{r}", _DOCS[r], better=LOWER) for r in INCOMPLETE_REASONS),
@@ -104,6 +104,8 @@ def incomplete(g: Group) -> dict[str, float]:
     required fact that the token cap did not cut add their share to incomplete_rate only (the
     run's notes say so)."""
     n = len(g.rows)
+    if not n or g.failed.all():
+        return {}  # no answer to judge: empty, not a rate of 0 that reads as none incomplete
     reasons = _reasons(g)
     shares = {f"incomplete_{r}": float((reasons == r).sum()) / n for r in INCOMPLETE_REASONS}
     rate = sum(shares.values())
