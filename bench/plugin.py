@@ -171,7 +171,13 @@ def run_spec(request: pytest.FixtureRequest, bench_session):
 
     def run(spec: str):
         with capman.global_and_fixture_disabled(), _stop_if_lm_unreachable():
-            return bench_session.run(spec)
+            try:
+                return bench_session.run(spec)
+            except KeyboardInterrupt:
+                # pytest stops here without tearing the run down as `flarebench run` does: what
+                # finished is summarised and run.json says the run was interrupted.
+                bench_session.mark_interrupted()
+                raise
 
     return run
 

@@ -597,6 +597,19 @@ def test_pytest_bench_gate_fails_the_breaking_strategys_test(pytester, tmp_path,
         pytester, "--limit", "3", "--report-dir", str(tmp_path / "k"), "--gate", str(baseline), "-k", "no_retrieval"
     )
     assert "1 passed, 0 broken; not checked, as they did not run: single_time" in result.stdout.str()
+    # A spec of the baseline left out of --strategy is not gated either, and the verdict says so.
+    result = _pytest_bench(
+        pytester,
+        "--limit",
+        "3",
+        "--report-dir",
+        str(tmp_path / "s"),
+        "--gate",
+        str(baseline),
+        "--strategy",
+        "no_retrieval",
+    )
+    assert "1 passed, 0 broken; not gated in this run (not asked for): single_time" in result.stdout.str()
 
 
 @pytest.mark.slow
@@ -697,3 +710,22 @@ def test_gate_end_to_end_with_the_model(tmp_path):
     # scripted LM above (test_pytest_bench_gate_fails_the_breaking_strategys_test,
     # test_console_script_saves_a_baseline_and_gates_against_it,
     # test_a_different_configuration_is_refused_unless_asked): only the real model's runs are here.
+
+
+@pytest.mark.slow
+def test_ctrl_c_under_pytest_bench_keeps_what_finished_and_marks_the_run_interrupted(pytester, tmp_path, monkeypatch):
+    class Interrupting(OracleLM):
+        def _complete(self, request):
+            if "pw-0002" in {p.id for p in self.probes if p.question in request.prompt.dynamic}:
+                raise KeyboardInterrupt  # Ctrl-C during the second probe
+            return super()._complete(request)
+
+    lm = Interrupting()
+    monkeypatch.setattr("flarebench.bench.recipe.make_lm", lambda *args, **kwargs: lm)
+    run_dir = tmp_path / "r"
+    args = ("--strategy", "single_time", "--limit", "3", "--report-dir", str(run_dir))
+    result = pytester.inline_run(str(ROOT / "bench"), "-p", "no:cacheprovider", *args, no_reraise_ctrlc=True)
+    assert result.ret == pytest.ExitCode.INTERRUPTED
+    assert json.loads((run_dir / "run.json").read_text())["status"] == "interrupted"
+    assert (run_dir / "summary.csv").read_text().splitlines()[1].startswith("single_time,1,")  # the probe that finished
+    assert not (run_dir / "run.lock").exists()
