@@ -539,9 +539,11 @@ class Gating:
             lines = [f"latency ratios: the reference {self.reference} did not run"]
         else:
             new = with_ratios(rows[spec], rows.get(self.reference))
-            lines = [b.line() for b in compare(self.baseline.metrics[spec], new, self.tolerances)]
             few = _few_probes(rows[spec])
-            lines = [line + f" ({few})" if few and line.startswith("latency_p95_ratio:") else line for line in lines]
+            lines = [
+                b.line() + (f" ({few})" if few and b.metric == "latency_p95_ratio" else "")
+                for b in compare(self.baseline.metrics[spec], new, self.tolerances)
+            ]
         self.verdicts[spec] = lines
         return lines
 
