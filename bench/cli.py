@@ -15,6 +15,7 @@ import shlex
 import sys
 from pathlib import Path
 
+from flarebench.bench.interrupt import TERMINATED_EXIT, Terminated, sigterm_interrupts
 from flarebench.bench.options import DEFAULTS_NOTE, DEV_FRACTION, PLUGIN, RUN_OPTIONS, TOLERANCE
 from flarebench.bench.paths import WriteError
 from flarebench.bench.runner import RESUME_HINT
@@ -774,15 +775,19 @@ def _load_plugins(refs: list[str] | None, sources: dict[str, str] | None) -> Non
 def main(argv: list[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
     try:
-        if args.func in (_run, _compare, _sweep, _calibrate):
-            _with_settings(args)
-        _load_plugins(args.plugin, getattr(args, "option_sources", None))
-        code = args.func(args)
-        sys.stdout.flush()  # inside the try: a reader gone away (`| head`) surfaces here, not at exit
+        with sigterm_interrupts():  # a cancelled CI job stops the run as Ctrl-C does
+            if args.func in (_run, _compare, _sweep, _calibrate):
+                _with_settings(args)
+            _load_plugins(args.plugin, getattr(args, "option_sources", None))
+            code = args.func(args)
+            sys.stdout.flush()  # inside the try: a reader gone away (`| head`) surfaces here, not at exit
         return code
     except (UserError, WriteError) as e:  # a result that cannot be written is left as it was
         print(f"flarebench: {e}", file=sys.stderr)
         return 2
+    except Terminated as e:
+        print(f"flarebench: {e}; {RESUME_HINT}", file=sys.stderr)
+        return TERMINATED_EXIT
     except KeyboardInterrupt:
         print(f"flarebench: interrupted; {RESUME_HINT}", file=sys.stderr)
         return 130

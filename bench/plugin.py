@@ -23,6 +23,7 @@ from pathlib import Path
 
 import pytest
 
+from flarebench.bench.interrupt import sigterm_interrupts
 from flarebench.bench.options import DEFAULTS_NOTE, RUN_OPTIONS
 
 #: The name users give pytest for the bench (``pytest bench ...``).
@@ -132,6 +133,12 @@ def _stop_if_lm_unreachable():
 @pytest.fixture(scope="session")
 def bench_session(request: pytest.FixtureRequest):
     """The run shared by all bench tests of this pytest session (probes, LM, retriever, run folder)."""
+    # Until the session ends, SIGTERM (a cancelled CI job) stops the run as Ctrl-C does.
+    with sigterm_interrupts():
+        yield from _bench_session(request)
+
+
+def _bench_session(request: pytest.FixtureRequest):
     from flarebench.bench.session import BenchSession, ConfigError
 
     opts = request.config.stash[_OPTIONS]

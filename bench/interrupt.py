@@ -1,0 +1,38 @@
+"""Stopping a run from outside. Ctrl-C (SIGINT) raises KeyboardInterrupt; SIGTERM, which a CI system
+sends when a job is cancelled or times out (GitLab, Jenkins, a stopped container), would kill
+Python at once: no summary, and run.json left saying ``running``. While a run is under way SIGTERM
+raises :class:`Terminated` instead, a KeyboardInterrupt, so it takes Ctrl-C's path: what finished
+is summarised, the run is marked interrupted, and the same command resumes it."""
+
+from __future__ import annotations
+
+import contextlib
+import signal
+import threading
+from collections.abc import Iterator
+
+#: The exit status of a run stopped by SIGTERM: 128 + the signal's number, as a shell reports it.
+TERMINATED_EXIT = 128 + signal.SIGTERM
+
+
+class Terminated(KeyboardInterrupt):
+    """SIGTERM arrived while a run was under way."""
+
+
+def _raise_terminated(signum, frame) -> None:
+    raise Terminated("terminated (SIGTERM)")
+
+
+@contextlib.contextmanager
+def sigterm_interrupts() -> Iterator[None]:
+    """Within the block, SIGTERM raises :class:`Terminated` in the main thread; the handler that
+    was there before is put back after it. Off the main thread (where Python cannot take a
+    signal) nothing changes."""
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+    previous = signal.signal(signal.SIGTERM, _raise_terminated)
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGTERM, previous)

@@ -1,0 +1,91 @@
+"""SIGTERM, which a CI system sends to a job it cancels or times out, stops a run as Ctrl-C does:
+what finished is kept and summarised, run.json says ``interrupted``, the same command resumes, and
+the handler that was there before is put back. The signal is real (sent to this process during the
+second probe); the LM is the scripted one."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+from pathlib import Path
+
+import pytest
+
+from tests.scripted import ProbeAwareLM, run_cli
+
+pytest_plugins = ["pytester"]
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+class TerminatedMidRun(ProbeAwareLM):
+    """ProbeAwareLM that sends SIGTERM to this process when it is asked about the second probe, once."""
+
+    def __init__(self):
+        super().__init__()
+        self.sent = False
+
+    def _complete(self, request):
+        if not self.sent and self.probes[1].question in request.prompt.dynamic:
+            self.sent = True
+            os.kill(os.getpid(), signal.SIGTERM)
+        return super()._complete(request)
+
+
+@pytest.fixture
+def outer_handler():
+    """A SIGTERM handler of this test's own, so that a run that did not take the signal leaves this
+    process alive (and the test fails on what it finds); yields the signals it received."""
+    received = []
+
+    def handler(signum, frame):
+        received.append(signum)
+
+    previous = signal.signal(signal.SIGTERM, handler)
+    yield handler, received
+    signal.signal(signal.SIGTERM, previous)
+
+
+@pytest.mark.slow
+def test_sigterm_stops_flarebench_run_keeps_what_finished_and_the_same_command_resumes(
+    tmp_path, monkeypatch, outer_handler
+):
+    handler, received = outer_handler
+    lm = TerminatedMidRun()
+    monkeypatch.setattr("flarebench.bench.recipe.make_lm", lambda *args, **kwargs: lm)
+    run_dir = tmp_path / "run"
+    args = ("run", "--strategy", "no_retrieval", "--limit", "3", "--report-dir", str(run_dir))
+    code, out, err = run_cli(*args)
+    assert code == 143, err
+    assert err.strip().splitlines()[-1] == (
+        "flarebench: terminated (SIGTERM); finished probes are kept; run the same command to resume"
+    )
+    assert "Traceback" not in err and not received
+    assert json.loads((run_dir / "run.json").read_text())["status"] == "interrupted"
+    assert (run_dir / "summary.csv").read_text().splitlines()[1].startswith("no_retrieval,1,")
+    assert not (run_dir / "run.lock").exists()
+    assert signal.getsignal(signal.SIGTERM) is handler  # put back when the command ended
+
+    code, out, err = run_cli(*args)  # the same command: the two probes left
+    assert code == 0, err
+    lines = (run_dir / "traces.jsonl").read_text().splitlines()
+    assert [json.loads(line)["probe_id"] for line in lines] == ["pw-0001", "pw-0002", "pw-0003"]
+    assert json.loads((run_dir / "run.json").read_text())["status"] == "complete"
+
+
+@pytest.mark.slow
+def test_sigterm_under_pytest_bench_keeps_what_finished_and_marks_the_run_interrupted(
+    pytester, tmp_path, monkeypatch, outer_handler
+):
+    handler, received = outer_handler
+    lm = TerminatedMidRun()
+    monkeypatch.setattr("flarebench.bench.recipe.make_lm", lambda *args, **kwargs: lm)
+    run_dir = tmp_path / "r"
+    args = ("--strategy", "single_time", "--limit", "3", "--report-dir", str(run_dir))
+    result = pytester.inline_run(str(ROOT / "bench"), "-p", "no:cacheprovider", *args, no_reraise_ctrlc=True)
+    assert result.ret == pytest.ExitCode.INTERRUPTED and not received
+    assert json.loads((run_dir / "run.json").read_text())["status"] == "interrupted"
+    assert (run_dir / "summary.csv").read_text().splitlines()[1].startswith("single_time,1,")
+    assert not (run_dir / "run.lock").exists()
+    assert signal.getsignal(signal.SIGTERM) is handler
