@@ -343,6 +343,28 @@ class Baseline:
     tolerances: dict[str, dict[str, float] | None]
 
 
+def _saved_specs(path: Path) -> list[str]:
+    """The specs of the baseline at ``path``, which ``--save-baseline`` will replace ([] when there is
+    no file). Any other file there is refused before the run (GateError): a mistyped path must not
+    overwrite a project's file."""
+    try:
+        text = path.read_text(encoding="utf-8")
+    except FileNotFoundError:
+        return []
+    except (OSError, UnicodeDecodeError):
+        text = ""
+    try:
+        data = json.loads(text)
+    except ValueError:
+        data = None
+    if not isinstance(data, dict) or "version" not in data or not isinstance(data.get("metrics"), dict):
+        raise GateError(
+            f"--save-baseline {path}: the file exists and is not a flarebench baseline; it is left as it is: "
+            "choose another file, or remove it"
+        )
+    return list(data["metrics"])
+
+
 def load_baseline(path: str | Path) -> Baseline:
     """Read and validate a baseline file; GateError (``FILE: what is wrong``) otherwise."""
     path = Path(path)
@@ -426,6 +448,7 @@ class Gating:
     specs: list[str] = field(default_factory=list)  # the specs to run, the reference first
     difference: str | None = None  # the config difference accepted with --gate-across-configs
     fp: dict[str, Any] | None = None  # this run's fingerprint (set by :meth:`bind`)
+    replaces: list[str] = field(default_factory=list)  # the specs of the baseline --save-baseline overwrites
     verdicts: dict[str, list[str]] = field(default_factory=dict)
 
     @property
@@ -460,6 +483,7 @@ class Gating:
                 check_input_file("--gate", gate)
         except PathError as e:
             raise GateError(str(e)) from None
+        replaces = _saved_specs(Path(save_baseline)) if save_baseline else []
         baseline = load_baseline(gate) if gate else None
         if gate_across_configs and baseline is None:
             raise GateError("--gate-across-configs applies to --gate, which was not given")
@@ -483,6 +507,7 @@ class Gating:
             reference=reference,
             wanted=wanted,
             specs=[reference] + [s for s in wanted if s != reference],
+            replaces=replaces,
         )
 
     # -- at session start ------------------------------------------------------------------
@@ -603,6 +628,13 @@ class Gating:
         except OSError as e:
             return f"baseline not saved: {self.save_to} cannot be written ({e.strerror or e})"
         notes = [f"baseline saved: {self.save_to} ({', '.join(self.wanted)})"]
+        dropped = [s for s in self.replaces if s not in self.wanted]
+        if dropped:
+            # A baseline holds one run's specs: the ones this run left out are no longer gated.
+            notes.append(
+                f"it replaced a baseline that also held {', '.join(dropped)}, which this file no longer gates "
+                "(run them too, with --strategy, to keep them)"
+            )
         few = [f for s in self.wanted if (f := _few_probes(rows[s]))]
         if few and self.tolerances.get("latency_p95_ratio"):
             notes.append(f"its latency_p95_ratio {few[0]}")

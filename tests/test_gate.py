@@ -340,6 +340,32 @@ def test_a_baseline_says_what_it_cannot_see_when_saved_and_checked(tmp_path):
     )
 
 
+def test_saving_over_a_baseline_names_the_specs_it_drops_and_never_overwrites_another_file(tmp_path):
+    rows = pd.DataFrame(
+        [{"strategy": s, "n": 20, "errors": 0, "em": 0.5, "latency_p95_s": 1.0} for s in ("no_retrieval", "ircot")]
+    )
+    path = tmp_path / "b.json"
+    doc = _baseline_doc()
+    doc["metrics"]["ircot"] = {"em": 0.1}
+    path.write_text(json.dumps(doc))
+    saving = Gating.from_options(["ircot"], save_baseline=str(path))
+    saving.bind(_fingerprint())
+    assert saving.save(rows) == (
+        f"baseline saved: {path} (ircot); it replaced a baseline that also held single_time, which this file no "
+        "longer gates (run them too, with --strategy, to keep them)"
+    )
+    assert list(json.loads(path.read_text())["metrics"]) == ["ircot"]
+    again = Gating.from_options(["ircot"], save_baseline=str(path))  # the same specs: nothing dropped
+    again.bind(_fingerprint())
+    assert again.save(rows) == f"baseline saved: {path} (ircot)"
+    for text in ("[tool.flarebench]\n", '{"name": "not a baseline"}', ""):
+        other = tmp_path / "pyproject.toml"
+        other.write_text(text)
+        with pytest.raises(GateError, match=r"^--save-baseline .*pyproject\.toml: the file exists and is not a "):
+            Gating.from_options(["ircot"], save_baseline=str(other))
+        assert other.read_text() == text
+
+
 def test_gate_plan_runs_the_reference_first_and_the_baselines_specs_by_default(tmp_path):
     path = tmp_path / "b.json"
     doc = _baseline_doc()
