@@ -99,19 +99,25 @@ def fingerprint(config: dict[str, Any], strategies: dict[str, Any], n_probes: in
 _PER_SPEC = ("strategies", "prompts_sha256", "requests_sha256")
 
 
-def _view(fp: dict[str, Any], specs: list[str]) -> dict[str, Any]:
+def _view(fp: dict[str, Any], specs: list[str], against: dict[str, str] | None = None) -> dict[str, Any]:
+    """The parts of ``fp`` that bear on ``specs``; ``against`` reads a spec's parts under another
+    spec's name (a changed spec gated against the baseline's spec of the same strategy)."""
     absent = "<absent>"
+    against = against or {}
     out = {k: v for k, v in fp.items() if k not in _PER_SPEC}
     for key in _PER_SPEC:
         part = fp.get(key) if isinstance(fp.get(key), dict) else {}
-        out[key] = {spec: part.get(spec, absent) for spec in specs}
+        out[key] = {spec: part.get(against.get(spec, spec), absent) for spec in specs}
     return out
 
 
-def config_difference(baseline: dict[str, Any], run: dict[str, Any], specs: list[str]) -> str | None:
+def config_difference(
+    baseline: dict[str, Any], run: dict[str, Any], specs: list[str], against: dict[str, str] | None = None
+) -> str | None:
     """The first field where a run's fingerprint differs from a baseline's, looking only at the
-    given specs among the strategies; None when they match."""
-    return first_difference(_view(baseline, specs), _view(run, specs))
+    given specs among the strategies; None when they match. ``against`` maps a run's spec to the
+    baseline's spec it is compared with, where the two differ."""
+    return first_difference(_view(baseline, specs, against), _view(run, specs))
 
 
 def command_line(argv: list[str] | None = None) -> str:

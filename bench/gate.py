@@ -343,6 +343,19 @@ class Baseline:
     tolerances: dict[str, dict[str, float] | None]
 
 
+def _same_strategy(specs: list[str], baseline: Baseline) -> dict[str, str]:
+    """Each spec the baseline lacks -> the baseline's one spec of the same strategy (a parameter
+    changed: ``flare_direct:theta=0.5`` -> ``flare_direct``), where there is exactly one."""
+    pairs = {}
+    for spec in specs:
+        if spec not in baseline.metrics:
+            name = spec.partition(":")[0]
+            same = [b for b in baseline.metrics if b.partition(":")[0] == name]
+            if len(same) == 1:
+                pairs[spec] = same[0]
+    return pairs
+
+
 def _saved_specs(path: Path) -> list[str]:
     """The specs of the baseline at ``path``, which ``--save-baseline`` will replace ([] when there is
     no file). Any other file there is refused before the run (GateError): a mistyped path must not
@@ -449,6 +462,8 @@ class Gating:
     difference: str | None = None  # the config difference accepted with --gate-across-configs
     fp: dict[str, Any] | None = None  # this run's fingerprint (set by :meth:`bind`)
     replaces: list[str] = field(default_factory=list)  # the specs of the baseline --save-baseline overwrites
+    # A changed spec gated across configurations -> the baseline's spec of the same strategy.
+    against: dict[str, str] = field(default_factory=dict)
     verdicts: dict[str, list[str]] = field(default_factory=dict)
 
     @property
@@ -489,16 +504,21 @@ class Gating:
             raise GateError("--gate-across-configs applies to --gate, which was not given")
         if baseline is not None:
             wanted = expand(strategy) if strategy else list(baseline.metrics)
-            missing = [s for s in wanted if s not in baseline.metrics]
+            pairs = _same_strategy(wanted, baseline)
+            against = pairs if gate_across_configs else {}
+            missing = [s for s in wanted if s not in baseline.metrics and s not in against]
             if missing:
+                paired = [f"{s} against its {pairs[s]}" for s in missing if s in pairs]
                 raise GateError(
                     f"{baseline.path}: no baseline for {', '.join(missing)} "
                     f"(it holds {', '.join(baseline.metrics)}); drop it from --strategy or save a new baseline"
+                    + (f"; --gate-across-configs gates {', '.join(paired)}" if paired else "")
                 )
             base_tolerances, reference = baseline.tolerances, baseline.reference
         else:
             wanted = expand(strategy)
             base_tolerances, reference = dict(DEFAULT_TOLERANCES), DEFAULT_REFERENCE
+            against = {}
         return cls(
             baseline=baseline,
             save_to=Path(save_baseline) if save_baseline else None,
@@ -508,6 +528,7 @@ class Gating:
             wanted=wanted,
             specs=[reference] + [s for s in wanted if s != reference],
             replaces=replaces,
+            against=against,
         )
 
     # -- at session start ------------------------------------------------------------------
@@ -518,7 +539,7 @@ class Gating:
         self.fp = fp
         if self.baseline is None:
             return
-        diff = config_difference(self.baseline.config, fp, [self.reference, *self.wanted])
+        diff = config_difference(self.baseline.config, fp, [self.reference, *self.wanted], self.against)
         if diff and not self.across_configs:
             changed = (
                 "the probe set's questions, answers or documents changed since the baseline was saved: save a "
@@ -542,6 +563,7 @@ class Gating:
             "tolerances": self.tolerances,
             "across_configs": self.across_configs,
             "config_difference": self.difference,
+            "against": self.against,
         }
 
     # -- after each spec ran -----------------------------------------------------------------
@@ -567,7 +589,7 @@ class Gating:
             few = _few_probes(rows[spec])
             lines = [
                 b.line() + (f" ({few})" if few and b.metric == "latency_p95_ratio" else "")
-                for b in compare(self.baseline.metrics[spec], new, self.tolerances)
+                for b in compare(self.baseline.metrics[self.against.get(spec, spec)], new, self.tolerances)
             ]
         self.verdicts[spec] = lines
         return lines

@@ -235,7 +235,8 @@ RUN_OPTIONS: tuple[Option, ...] = (
     ),
     Option(
         "--gate-across-configs",
-        "with --gate, compare even when the run's configuration differs from the baseline's",
+        "with --gate, compare even when the run's configuration differs from the baseline's; a spec "
+        "whose parameters changed is gated against the baseline's spec of the same strategy",
         is_switch=True,
     ),
     Option(

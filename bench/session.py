@@ -634,11 +634,13 @@ class BenchSession:
                 lines.append(f"gate across configurations; first difference: {gating.difference}")
             broken = [spec for spec, verdict in gating.verdicts.items() if verdict]
             unchecked = [spec for spec in gating.wanted if spec not in gating.verdicts]
-            unasked = [s for s in gating.baseline.metrics if s not in gating.wanted and s != gating.reference]
+            gated = {*gating.wanted, *gating.against.values(), gating.reference}
+            unasked = [s for s in gating.baseline.metrics if s not in gated]
             lines.append(
                 f"gate {gating.baseline.path} (latency reference {gating.reference}): "
                 f"{len(gating.verdicts) - len(broken)} passed, {len(broken)} broken"
                 + (f" ({', '.join(broken)})" if broken else "")
+                + "".join(f"; {spec} against the baseline's {base}" for spec, base in gating.against.items())
                 # A gated spec that never ran passed nothing: said, so that "0 broken" is not read as a pass.
                 + (f"; not checked, as they did not run: {', '.join(unchecked)}" if unchecked else "")
                 + (f"; not gated in this run (not asked for): {', '.join(unasked)}" if unasked else "")

@@ -366,6 +366,33 @@ def test_saving_over_a_baseline_names_the_specs_it_drops_and_never_overwrites_an
         assert other.read_text() == text
 
 
+def test_a_changed_spec_is_gated_across_configs_against_the_baselines_spec_of_its_strategy(tmp_path):
+    path = tmp_path / "b.json"
+    path.write_text(json.dumps(_baseline_doc()))  # no_retrieval (reference), single_time with k=3
+    with pytest.raises(GateError, match=r"no baseline for single_time:k=5 \(it holds single_time\); .*; "
+                       r"--gate-across-configs gates single_time:k=5 against its single_time$"):  # fmt: skip
+        Gating.from_options(["single_time:k=5"], gate=str(path))
+    gating = Gating.from_options(["single_time:k=5"], gate=str(path), gate_across_configs=True)
+    assert gating.against == {"single_time:k=5": "single_time"} and gating.wanted == ["single_time:k=5"]
+    run = _fingerprint()
+    for part in ("strategies", "prompts_sha256"):
+        run[part]["single_time:k=5"] = run[part].pop("single_time")
+    run["strategies"]["single_time:k=5"]["k"] = 5
+    gating.bind(run)
+    assert gating.difference == "strategies.single_time:k=5.k (was 3, now 5)"
+    rows = [{"strategy": "no_retrieval", "n": 3, "errors": 0, "latency_p95_s": 1.0}]
+    summary = pd.DataFrame([*rows, {"strategy": "single_time:k=5", "n": 3, "errors": 0, "em": 0.2, "f1": 0.5}])
+    # Against single_time's row (the test's baseline holds em and f1 only; the rest is missing there).
+    assert "em: baseline 0.5, new 0.2, allowed >= 0.45 (max_drop 0.05)" in gating.check("single_time:k=5", summary)
+    assert gating.record()["against"] == {"single_time:k=5": "single_time"}
+    # Two specs of one strategy in the baseline: which one is meant cannot be told, so none is paired.
+    doc = _baseline_doc()
+    doc["metrics"]["single_time:k=1"] = {"em": 0.1}
+    path.write_text(json.dumps(doc))
+    with pytest.raises(GateError, match=r"no baseline for single_time:k=5 \(it holds single_time, single_time:k=1\)"):
+        Gating.from_options(["single_time:k=5"], gate=str(path), gate_across_configs=True)
+
+
 def test_gate_plan_runs_the_reference_first_and_the_baselines_specs_by_default(tmp_path):
     path = tmp_path / "b.json"
     doc = _baseline_doc()
@@ -567,6 +594,15 @@ def test_a_different_configuration_is_refused_unless_asked(tmp_path, oracle):
     code, out, err = run_cli(*across, "--report-dir", str(tmp_path / "g4"), "--tolerance", "n=off")
     assert f"gate {baseline} (latency reference no_retrieval): 1 passed" in out, out + err
     assert code == 0
+    # A changed parameter: gated against the baseline's spec of the same strategy.
+    code, out, err = run_cli(
+        "--strategy", "single_time:k=2", "--limit", "3", "--report-dir", str(tmp_path / "g5"),
+        "--gate", str(baseline), "--gate-across-configs",
+    )  # fmt: skip
+    assert code == 0, out + err
+    assert "first difference: strategies.single_time:k=2.k (was 3, now 2)" in out
+    assert f"gate {baseline} (latency reference no_retrieval): 1 passed, 0 broken; single_time:k=2 against the " \
+        "baseline's single_time" in out  # fmt: skip
 
 
 @pytest.mark.slow
