@@ -591,8 +591,8 @@ class BenchSession:
     @contextlib.contextmanager
     def closing(self) -> Iterator[BenchSession]:
         """The body of a command's run: on Ctrl-C, an unreachable LM or any other error, what
-        finished is summarised and the run marked interrupted before the error goes on (report.html
-        waits for ``report RUN_DIR``); the session is closed on every way out."""
+        finished is summarised and reported and the run marked interrupted before the error goes on;
+        the session is closed on every way out."""
         try:
             yield self
         except BaseException:
@@ -602,13 +602,16 @@ class BenchSession:
             self.close()
 
     def mark_interrupted(self) -> None:
-        """Summarise what finished and record in run.json that the run was stopped (Ctrl-C, an
-        error) before it ended; its finished probes are kept, and the same command resumes it. Never
-        raises: the error that stopped the run is the one to show."""
+        """Summarise what finished, record in run.json that the run was stopped (Ctrl-C, SIGTERM,
+        an error) before it ended, and write report.html for it (a CI job's artifact); its finished
+        probes are kept, and the same command resumes it. Never raises: the error that stopped the
+        run is the one to show."""
         with contextlib.suppress(Exception):
             self.write_summary()
         with contextlib.suppress(Exception):
             self._write_run_json(self.run_dir, status="interrupted")
+        with contextlib.suppress(Exception):
+            self.write_report()
 
     def write_report(self) -> Path:
         """Write report.html for what has run so far; returns its path."""

@@ -64,6 +64,7 @@ def test_sigterm_stops_flarebench_run_keeps_what_finished_and_the_same_command_r
     assert "Traceback" not in err and not received
     assert json.loads((run_dir / "run.json").read_text())["status"] == "interrupted"
     assert (run_dir / "summary.csv").read_text().splitlines()[1].startswith("no_retrieval,1,")
+    assert "run status <b>interrupted</b>" in (run_dir / "report.html").read_text()  # a CI job's artifact
     assert not (run_dir / "run.lock").exists()
     assert signal.getsignal(signal.SIGTERM) is handler  # put back when the command ended
 
@@ -87,5 +88,6 @@ def test_sigterm_under_pytest_bench_keeps_what_finished_and_marks_the_run_interr
     assert result.ret == pytest.ExitCode.INTERRUPTED and not received
     assert json.loads((run_dir / "run.json").read_text())["status"] == "interrupted"
     assert (run_dir / "summary.csv").read_text().splitlines()[1].startswith("single_time,1,")
+    assert "run status <b>interrupted</b>" in (run_dir / "report.html").read_text()
     assert not (run_dir / "run.lock").exists()
     assert signal.getsignal(signal.SIGTERM) is handler
