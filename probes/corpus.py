@@ -157,26 +157,43 @@ def _chunks(doc: SourceDocument, chunker: Chunker) -> list[Chunk]:
 
 
 def _probes(asked: list[Question], where: Path, chunks: list[Chunk]) -> list[dict]:
-    """probes.jsonl's rows; a gold source that is a chunk id is that chunk, a file is all its chunks."""
+    """probes.jsonl's rows; a source (a gold source, a long question's fact's doc id) that is a chunk
+    id is that chunk, a file is all its chunks."""
     ids = {c.id for c in chunks}
     by_file: dict[str, list[str]] = {}
     for c in chunks:
         by_file.setdefault(c.source, []).append(c.id)
-    rows, problems = [], []
-    for q in asked:
-        gold: list[str] = []
-        for i, source in enumerate(q.gold):
+    problems: list[str] = []
+
+    def resolve(line: int, field: str, sources: list[str]) -> list[str]:
+        found: list[str] = []
+        for i, source in enumerate(sources):
             name = source.replace("\\", "/").removeprefix("./")
             if name in ids or name in by_file:
-                gold += [name] if name in ids else by_file[name]
+                found += [name] if name in ids else by_file[name]
                 continue
             close = difflib.get_close_matches(name, [*by_file, *ids], n=1, cutoff=0.6)
             hint = f"; did you mean '{close[0]}'?" if close else ""
-            problems.append(f"{where}:{q.line}: gold[{i}]: '{source}' matches no file or chunk id{hint}")
-        gold = list(dict.fromkeys(gold))
+            problems.append(f"{where}:{line}: {field}[{i}]: '{source}' matches no file or chunk id{hint}")
+        return list(dict.fromkeys(found))
+
+    rows = []
+    for q in asked:
+        gold = resolve(q.line, "gold", q.gold)
+        if not q.long:
+            row = {"id": q.id, "question": q.question, "answers": q.answers, "answer_type": "single"}
+            rows.append({**row, "gold_doc_ids": gold})
+            continue
+        facts = [
+            {**fact, "doc_ids": resolve(q.line, f"required_facts[{i}].doc_ids", fact["doc_ids"])}
+            for i, fact in enumerate(q.required_facts)
+        ]
+        # The probe's gold: its own sources, then its facts' (the validator wants every fact's among them).
+        gold = list(dict.fromkeys([*gold, *(d for fact in facts for d in fact["doc_ids"])]))
         rows.append(
-            {"id": q.id, "question": q.question, "answers": q.answers, "answer_type": "single", "gold_doc_ids": gold}
-        )
+            {"id": q.id, "question": q.question, "answers": [], "answer_type": "long", "gold_doc_ids": gold,
+             "required_facts": facts}
+        )  # fmt: skip
     if problems:
         raise CorpusError(problems)
     return rows

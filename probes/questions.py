@@ -1,6 +1,8 @@
 """Read the questions of ``python -m flarebench.probes corpus``: a JSON-lines or CSV file with
 ``question``, ``answer`` (one string) or ``answers`` (a list), an optional ``id`` and an optional
 ``gold`` (the sources that support the answer: file paths relative to the folder, or chunk ids).
+A long question (JSON lines only) has ``"answer_type": "long"`` and, instead of answers, the
+``required_facts`` of a long probe, whose ``doc_ids`` name sources as ``gold`` does.
 
 JSON lines are read with plain ``json`` and CSV with the ``csv`` module, a record at a time, so that
 every problem is one ``FILE:LINE: FIELD: message`` line. In CSV, ``answers`` and ``gold`` hold
@@ -15,11 +17,12 @@ import io
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from flarebench.probes.validate import read_jsonl
+from flarebench.probes.validate import check_facts, check_one_form, read_jsonl
 
 #: The names a folder's own question file may have, looked for in this order.
 DEFAULT_NAMES = ("questions.jsonl", "questions.csv")
-FIELDS = ("id", "question", "answer", "answers", "gold")
+FIELDS = ("id", "question", "answer", "answers", "gold", "answer_type", "required_facts")
+LONG = "long"
 _SEPARATOR = "|"
 
 
@@ -33,13 +36,19 @@ class QuestionError(Exception):
 
 @dataclass
 class Question:
-    """One question: its line in the file, id, text, accepted answers and gold sources as written."""
+    """One question: its line in the file, id, text, accepted answers and gold sources as written;
+    a long question's required facts (their ``doc_ids`` still sources as written) instead of answers."""
 
     line: int
     id: str
     question: str
     answers: list[str]
     gold: list[str] = field(default_factory=list)
+    required_facts: list[dict] = field(default_factory=list)
+
+    @property
+    def long(self) -> bool:
+        return bool(self.required_facts)
 
 
 def _csv(text: str, where: str, problems: list[str]) -> list[tuple[int, dict]]:
@@ -59,6 +68,9 @@ def _csv(text: str, where: str, problems: list[str]) -> list[tuple[int, dict]]:
         problems.append(f"{where}:{reader.line_num}: (csv): {e}")
     if reader.fieldnames is not None and "question" not in reader.fieldnames:
         problems.append(f"{where}:1: (csv): the header has no 'question' column")
+    if reader.fieldnames is not None and "required_facts" in reader.fieldnames:
+        problems.append(f"{where}:1: (csv): long questions (required_facts) are written as JSON lines (.jsonl)")
+        return []
     return rows
 
 
@@ -82,6 +94,12 @@ def _question(n: int, obj: dict, path: str, problems: list[str]) -> Question | N
     text = obj.get("question")
     if not isinstance(text, str) or not text.strip():
         problems.append(f"{where}: question: missing or empty")
+    kind = obj.get("answer_type", "single")
+    if kind not in ("single", LONG):
+        problems.append(f"{where}: answer_type: expected 'long' (or leave it out for a short question), got {kind!r}")
+        return None  # which answer fields it needs is not known
+    if kind == LONG or "required_facts" in obj:
+        return _long_question(n, obj, path, problems, before)
     if "answer" in obj and "answers" in obj:
         problems.append(f"{where}: answers: give answer or answers, not both")
     elif "answer" not in obj and "answers" not in obj:
@@ -90,13 +108,34 @@ def _question(n: int, obj: dict, path: str, problems: list[str]) -> Question | N
     answers = _strings(obj[key], where, key, problems) if key in obj else None
     if answers == []:  # an empty list of strings: a probe no answer can match
         problems.append(f"{where}: {key}: must not be empty")
+    gold, qid = _gold_and_id(n, obj, where, problems)
+    if len(problems) > before:
+        return None
+    return Question(n, qid, text.strip(), answers, gold)
+
+
+def _gold_and_id(n: int, obj: dict, where: str, problems: list[str]) -> tuple[list[str], str]:
     gold = _strings(obj["gold"], where, "gold", problems) if "gold" in obj else []
     qid = obj.get("id", f"q{n}")
     if not isinstance(qid, str | int) or isinstance(qid, bool) or not str(qid).strip():
         problems.append(f"{where}: id: expected a non-empty string")
+    return gold or [], str(qid).strip()
+
+
+def _long_question(n: int, obj: dict, path: str, problems: list[str], before: int) -> Question | None:
+    """A long question: ``"answer_type": "long"`` and the required facts of a long probe (checked as
+    the probe validator checks them, a fact's ``doc_ids`` being sources), no answers."""
+    where = f"{path}:{n}"
+    if obj.get("answer_type") != LONG:
+        problems.append(f'{where}: required_facts: only a long question has them: add "answer_type": "long"')
+    for key in ("answer", "answers"):
+        if key in obj:
+            problems.append(f"{where}: {key}: a long question's answers are its required_facts' answers; leave it out")
+    check_facts(path, n, obj, None, problems)
+    gold, qid = _gold_and_id(n, obj, where, problems)
     if len(problems) > before:
         return None
-    return Question(n, str(qid).strip(), text.strip(), answers, gold)
+    return Question(n, qid, obj["question"].strip(), [], gold, obj["required_facts"])
 
 
 def read_questions(path: Path) -> list[Question]:
@@ -115,6 +154,7 @@ def read_questions(path: Path) -> list[Question]:
         rows = _csv(text, name, problems)
     elif path.suffix.lower() == ".jsonl":
         rows = read_jsonl(name, text.encode(), problems)
+        check_one_form(name, rows, problems)
     else:
         raise QuestionError([f"{name}:0: (file): a question file is .jsonl or .csv"])
     questions, first = [], {}

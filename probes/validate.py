@@ -97,7 +97,7 @@ def _check_ids(path: str, rows: list[tuple[int, dict]], problems: list[str]) -> 
                 first[i] = n
 
 
-def _check_one_form(path: str, rows: list[tuple[int, dict]], problems: list[str]) -> None:
+def check_one_form(path: str, rows: list[tuple[int, dict]], problems: list[str]) -> None:
     """A set's probes are all long or none is: the set chooses the prompt form its strategies use."""
     first = next(((n, obj.get("answer_type") == "long") for n, obj in rows), None)
     for n, obj in rows:
@@ -192,7 +192,7 @@ def _check_fact(
                 problems.append(f"{path}:{n}: {where}.wrong_values[{j}]: '{value}' is also an alias in answers")
 
 
-def _check_facts(path: str, n: int, probe: dict, doc_ids: set[str] | None, problems: list[str]) -> None:
+def check_facts(path: str, n: int, probe: dict, doc_ids: set[str] | None, problems: list[str]) -> None:
     """A long probe's required_facts: a non-empty list of {id, fact, answers, doc_ids, wrong_values?},
     ids unique within the probe, every doc id in the corpus and, when the probe gives gold_doc_ids,
     among them; no wrong value that is also an alias of its fact."""
@@ -245,7 +245,7 @@ def _check_probe(path: str, n: int, probe: dict, doc_ids: set[str] | None, probl
         problems.append(f'{path}:{n}: answers: a yes_no probe needs ["yes"] or ["no"], got {got}')
     _check_doc_ids(path, n, "gold_doc_ids", probe.get("gold_doc_ids", []), doc_ids, problems, False)
     if long:
-        _check_facts(path, n, probe, doc_ids, problems)
+        check_facts(path, n, probe, doc_ids, problems)
     elif "required_facts" in probe:
         problems.append(
             f"{path}:{n}: required_facts: only a long probe has required facts (answer_type is {json.dumps(kind)})"
@@ -320,7 +320,7 @@ def check_folder(path, *, require_readme: bool = False) -> Checked:
         for n, probe in rows:
             _check_probe(probes_path, n, probe, doc_ids, found)
         _check_ids(probes_path, rows, found)
-        _check_one_form(probes_path, rows, found)
+        check_one_form(probes_path, rows, found)
         out.problems += _by_line(probes_path, found)
         out.probes = [obj for _, obj in rows]
     _check_build(os.path.join(base, BUILD_FILE), out)

@@ -13,8 +13,10 @@ import json
 import re
 import shutil
 import sys
+from collections.abc import Callable
 from pathlib import Path
 
+import pandas as pd
 import pytest
 
 from flarebench.bench.config import fingerprint
@@ -337,3 +339,118 @@ def test_a_damaged_build_json_is_one_line(capsys, tmp_path):
     assert validate(out) == [
         f"{out / 'build.json'}:2: (json): invalid JSON: Expecting property name enclosed in double quotes (column 1)"
     ]
+
+
+# -- long questions ------------------------------------------------------------------------------
+
+LONG_QUESTIONS = [
+    {
+        "id": "rollback",
+        "question": "Walk me through rolling back a broken Turnstile release.",
+        "answer_type": "long",
+        "required_facts": [
+            {"id": "freeze", "fact": "Freeze deploys first.", "answers": ["brack freeze turnstile"],
+             "doc_ids": ["runbooks/rollback.md#3"]},
+            {"id": "pick", "fact": "List the clean releases.", "answers": ["brack releases turnstile --good"],
+             "doc_ids": ["runbooks/rollback.md#4"], "wrong_values": ["brack releases turnstile --all"]},
+            {"id": "hold", "fact": "A seat is held for 12 minutes.", "answers": ["12 minutes"],
+             "doc_ids": ["release-notes.html"]},
+        ],
+    },
+    {
+        "question": "Write a short note on who approves a rollback and who is paged after the secondary.",
+        "answer_type": "long",
+        "gold": ["runbooks/rollback.md#2"],
+        "required_facts": [
+            {"id": "f1", "fact": "Mira Holloway is paged.", "answers": ["Mira Holloway"],
+             "doc_ids": ["oncall-handbook.pdf"]},
+        ],
+    },
+]  # fmt: skip
+
+
+def _long_folder(folder: Path, questions: list[dict] = LONG_QUESTIONS) -> Path:
+    (folder / "questions.jsonl").write_text("".join(json.dumps(q) + "\n" for q in questions))
+    return folder
+
+
+def test_long_questions_build_a_set_of_long_probes_whose_facts_name_chunks(capsys, folder, tmp_path):
+    out = tmp_path / "set"
+    code, printed = _build(capsys, _long_folder(folder), out)
+    assert code == 0, printed
+    assert validate(out, require_readme=True) == []
+    first, second = _rows(out / "probes.jsonl")
+    assert first["answer_type"] == "long" and first["answers"] == []
+    # A fact's source is resolved as a gold source is: a chunk id is that chunk, a file all its chunks.
+    assert [f["doc_ids"] for f in first["required_facts"]] == [
+        ["runbooks/rollback.md#3"],
+        ["runbooks/rollback.md#4"],
+        ["release-notes.html#1", "release-notes.html#2"],
+    ]
+    assert first["required_facts"][1]["wrong_values"] == ["brack releases turnstile --all"]
+    assert first["gold_doc_ids"] == [
+        "runbooks/rollback.md#3", "runbooks/rollback.md#4", "release-notes.html#1", "release-notes.html#2"
+    ]  # fmt: skip
+    assert second["id"] == "q2" and second["gold_doc_ids"] == ["runbooks/rollback.md#2", "oncall-handbook.pdf#1"]
+    probe_set = load_probe_set(str(out))
+    assert probe_set.answer_form == "long"
+    assert [f.answers for f in probe_set.probes[0].required_facts][0] == ["brack freeze turnstile"]
+
+
+def _fact(**changes) -> Callable[[list[dict]], list[dict]]:
+    """The first long question alone, its first fact changed."""
+    return lambda qs: [{**qs[0], "required_facts": [{**qs[0]["required_facts"][0], **changes}]}]
+
+
+@pytest.mark.parametrize(
+    ("change", "problem"),
+    [
+        (
+            lambda qs: [{"question": "How long is a seat held?", "answer": "12 minutes"}, *qs],
+            "2: answer_type: a long probe in a set of short probes (line 1); a set is all long or all short, since "
+            "it chooses the prompt form: split it in two",
+        ),
+        (
+            _fact(doc_ids=["runbook/rollback.md"]),
+            "1: required_facts[0].doc_ids[0]: 'runbook/rollback.md' matches no file or chunk id; did you mean "
+            "'runbooks/rollback.md'?",
+        ),
+        (
+            lambda qs: [{**qs[0], "answer": "freeze"}],
+            "1: answer: a long question's answers are its required_facts' answers; leave it out",
+        ),
+        (
+            lambda qs: [{**qs[0], "answer_type": "essay"}],
+            "1: answer_type: expected 'long' (or leave it out for a short question), got 'essay'",
+        ),
+        (
+            lambda qs: [{k: v for k, v in qs[0].items() if k != "answer_type"}],
+            '1: required_facts: only a long question has them: add "answer_type": "long"',
+        ),
+        (_fact(answers="brack freeze"), "1: required_facts[0].answers: expected a list of strings, got string"),
+    ],
+)
+def test_a_bad_long_question_is_one_line_naming_its_field(capsys, folder, tmp_path, change, problem):
+    line = _one_problem(capsys, _long_folder(folder, change(LONG_QUESTIONS)), tmp_path / "set")
+    assert line == f"{folder / 'questions.jsonl'}:{problem}"
+
+
+def test_long_questions_in_csv_are_refused_in_one_line(capsys, folder, tmp_path):
+    (folder / "questions.jsonl").unlink()
+    (folder / "questions.csv").write_text('question,answer_type,required_facts\n"Walk me through it.",long,"[]"\n')
+    line = _one_problem(capsys, folder, tmp_path / "set")
+    where = folder / "questions.csv"
+    assert line == f"{where}:1: (csv): long questions (required_facts) are written as JSON lines (.jsonl)"
+
+
+@pytest.mark.slow
+def test_a_run_on_a_long_set_built_from_documents_scores_its_facts(capsys, folder, tmp_path, scripted_lm):
+    out = tmp_path / "set"
+    assert _build(capsys, _long_folder(folder), out)[0] == 0
+    run_dir = tmp_path / "run"
+    code, printed, err = run_cli("run", "--probes", str(out), "--strategy", "single_time", "--report-dir", str(run_dir))
+    assert code == 0, printed + err
+    row = pd.read_csv(run_dir / "summary.csv").iloc[0]
+    assert row["n"] == 2 and 0 <= row["fact_recall"] <= 1 and 0 <= row["wrong_version_rate"] <= 1
+    config = json.loads((run_dir / "run.json").read_text())["config"]
+    assert config["strategies"]["single_time"]["answer_form"] == "long"  # the long-form prompt
