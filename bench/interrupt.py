@@ -36,3 +36,17 @@ def sigterm_interrupts() -> Iterator[None]:
         yield
     finally:
         signal.signal(signal.SIGTERM, previous)
+
+
+@contextlib.contextmanager
+def sigterm_kept() -> Iterator[None]:
+    """Put the SIGTERM handler back after the block: ``ray.init`` installs its own (``sys.exit``),
+    which would stop the driver without summarising the run."""
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+    handler = signal.getsignal(signal.SIGTERM)
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGTERM, handler)

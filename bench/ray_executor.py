@@ -26,6 +26,7 @@ from pathlib import Path
 
 from tqdm import tqdm
 
+from flarebench.bench.interrupt import sigterm_kept
 from flarebench.bench.recipe import BackendRecipe
 from flarebench.bench.runner import TraceLog, run_probe
 from flarebench.strategies.lm import LMUnavailable
@@ -126,13 +127,14 @@ def run_on_ray(
     if started:
         quiet = {"log_to_driver": False, "logging_level": logging.WARNING}  # the run's bar, not Ray's logs
         try:
-            if settings.address:
-                ray.init(address=settings.address, **quiet)
-            else:
-                # A new instance (address "local"), never a cluster another `ray start` left on the
-                # machine; room for every worker asked for, even beyond the cores: the user chose.
-                cpus = settings.workers * settings.cpus_per_worker
-                ray.init(address="local", num_cpus=cpus, include_dashboard=False, **quiet)
+            with sigterm_kept():  # SIGTERM stops the run as Ctrl-C does, not as Ray's sys.exit
+                if settings.address:
+                    ray.init(address=settings.address, **quiet)
+                else:
+                    # A new instance (address "local"), never a cluster another `ray start` left on the
+                    # machine; room for every worker asked for, even beyond the cores: the user chose.
+                    cpus = settings.workers * settings.cpus_per_worker
+                    ray.init(address="local", num_cpus=cpus, include_dashboard=False, **quiet)
         except (ConnectionError, RuntimeError, ValueError) as e:
             raise RayRunError(f"--executor ray: cannot start or reach Ray ({_first_line(e)})") from None
     try:

@@ -8,6 +8,7 @@ from __future__ import annotations
 import json
 import os
 import signal
+import sys
 from pathlib import Path
 
 import pytest
@@ -91,3 +92,29 @@ def test_sigterm_under_pytest_bench_keeps_what_finished_and_marks_the_run_interr
     assert "run status <b>interrupted</b>" in (run_dir / "report.html").read_text()
     assert not (run_dir / "run.lock").exists()
     assert signal.getsignal(signal.SIGTERM) is handler
+
+
+def test_starting_ray_leaves_sigterm_to_the_run(monkeypatch, outer_handler):
+    # ray.init installs its own SIGTERM handler (sys.exit), which would stop a Ray run's driver
+    # without summarising it; the run's handler is put back once Ray is up.
+    from flarebench.bench import ray_executor
+    from flarebench.bench.interrupt import sigterm_interrupts
+    from flarebench.bench.recipe import BackendRecipe
+
+    class RayInit:
+        def is_initialized(self):
+            return False
+
+        def init(self, **kwargs):
+            signal.signal(signal.SIGTERM, lambda signum, frame: sys.exit(signum))
+
+        def shutdown(self):
+            pass
+
+    monkeypatch.setattr(ray_executor, "import_ray", RayInit)
+    monkeypatch.setattr(ray_executor, "_dispatch", lambda *args: iter(()))
+    recipe = BackendRecipe(lm="scripted", retriever="bm25", corpus=())
+    with sigterm_interrupts():
+        run_handler = signal.getsignal(signal.SIGTERM)
+        assert list(ray_executor.run_on_ray([], ray_executor.RaySettings(), recipe, None, log=None)) == []
+        assert signal.getsignal(signal.SIGTERM) is run_handler
