@@ -10,7 +10,7 @@ from __future__ import annotations
 import re
 import string
 from collections import Counter
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from typing import Any
 
 from flarebench.strategies.flare_instruct import SEARCH_CALL_RE
@@ -27,6 +27,7 @@ __all__ = [
     "fact_check",
     "final_answer",
     "last_clause",
+    "echo_of",
     "long_answer_text",
     "normalize_answer",
     "normalize_value",
@@ -239,17 +240,34 @@ def _stated(normalized_text: str, value: str | None) -> bool:
     return re.search(rf"(?<![{edge}]){re.escape(v)}(?![{edge}])", normalized_text) is not None
 
 
-def long_answer_text(output: str | None, question: str | None) -> str:
-    """What a long answer states, the text its facts are looked for in: the output without search
-    calls (a value in a query is asked for, not stated) and without the sentences that only echo the
-    question (every word a word of the question, or the whole question repeated)."""
+#: The most words a label before an echoed question may have ("Question:", "You asked:").
+ECHO_LABEL_WORDS = 2
+
+
+def echo_of(question: str | None) -> Callable[[str], bool]:
+    """Whether a sentence only echoes ``question``: every word of it a word of the question, or the
+    whole question behind a short label ("Question: ..."). Such a sentence states nothing the
+    question did not; one that goes on past the question ("... is Jeana Clemons") is no echo."""
     asked = normalize_answer(question or "")
     asked_words = set(asked.split())
 
     def echoes(sentence: str) -> bool:
         norm = normalize_answer(sentence)
-        return bool(asked) and (asked in norm or all(w in asked_words for w in norm.split()))
+        if not asked:
+            return False
+        label = norm[: -len(asked)] if norm.endswith(asked) else None
+        return all(w in asked_words for w in norm.split()) or (
+            label is not None and len(label.split()) <= ECHO_LABEL_WORDS
+        )
 
+    return echoes
+
+
+def long_answer_text(output: str | None, question: str | None) -> str:
+    """What a long answer states, the text its facts are looked for in: the output without search
+    calls (a value in a query is asked for, not stated) and without the sentences that only echo the
+    question (:func:`echo_of`)."""
+    echoes = echo_of(question)
     text = SEARCH_CALL_RE.sub(" ", output or "")
     return " ".join(s.strip() for s in split_sentences(text) if not echoes(s))
 

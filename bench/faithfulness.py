@@ -18,12 +18,14 @@ Contract (the harness wires this in; nothing here touches files, options or the 
 
 Claims. The answer's claims are the sentences of ``trace.output`` (``flarebench.strategies.sentences.
 split_sentences``), stripped, with ``[Search(...)]`` calls removed (one left open runs to the end of
-its line) and sentences without a content word dropped; a final-answer statement ("So the answer is
+its line) and sentences without a content word dropped, and so are sentences that only echo the
+question (:func:`flarebench.bench.answers.echo_of`, as fact_recall drops them: an answer restating
+the question is no faithful answer); a final-answer statement ("So the answer is
 X.") counts through its answer part: each item of ``X`` (split at commas, semicolons and "and"), as
 written, is a claim, so a final answer the passages do not hold lowers the score even when the
 sentences before it are supported. A yes/no verdict is no claim. A claim made more than once (an
-answer repeating itself) counts once. The judged method sends the whole output (search calls
-removed) and lets ragas extract its own statements.
+answer repeating itself) counts once. The judged method sends the whole output (search calls and
+question echoes removed) and lets ragas extract its own statements.
 
 Contexts. The union, in first-retrieved order, of the doc ids of every retrieval of the trace (first
 hop included), each looked up in ``passages_by_id`` (``title`` and ``text``).
@@ -83,7 +85,7 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from flarebench.bench.answers import split_items
+from flarebench.bench.answers import echo_of, split_items
 from flarebench.bench.support import METHOD as LEXICAL_METHOD
 from flarebench.bench.support import claim_supported, content_tokens
 from flarebench.strategies.flare_instruct import SEARCH_CALL_RE
@@ -119,11 +121,13 @@ FOREIGN_DOCS = "n/a: doc ids not in the corpus"
 _FINAL_RE = re.compile(r"^\W*(?:so\s+|thus\s+|therefore\s+)?(?:the\s+)?(?:final\s+)?answer is:?\s*(.*)$", re.I | re.S)
 
 
-def answer_claims(output: str) -> list[str]:
+def answer_claims(output: str, question: str | None = None) -> list[str]:
     """The claims of an answer's output (see the module docstring): its sentences other than the
-    final-answer statements, then each item of the stated answers ("So the answer is C": C must
-    be supported too; a yes/no verdict is no claim about the passages); each claim once."""
+    final-answer statements and the echoes of ``question``, then each item of the stated answers
+    ("So the answer is C": C must be supported too; a yes/no verdict is no claim about the
+    passages); each claim once."""
     text = SEARCH_CALL_RE.sub(" ", output or "")
+    echoes = echo_of(question)
     claims, finals = [], []
     for piece in split_sentences(text):
         for line in piece.split("\n"):
@@ -133,7 +137,7 @@ def answer_claims(output: str) -> list[str]:
             m = _FINAL_RE.match(s)
             if m:
                 finals.append(m.group(1).strip())
-            elif content_tokens(s):
+            elif content_tokens(s) and not echoes(s):
                 claims.append(s)
     for final in finals:
         # The items of a list answer ("nurse, actor") one by one, as written: normalising would
@@ -149,9 +153,12 @@ def answer_claims(output: str) -> list[str]:
     return list(once.values())
 
 
-def _judge_text(output: str) -> str:
-    """What the judge reads: the whole output, search calls removed (the final answer is a claim too)."""
-    return " ".join(SEARCH_CALL_RE.sub(" ", output or "").split())
+def _judge_text(output: str, question: str | None) -> str:
+    """What the judge reads: the whole output, search calls and echoes of the question removed (the
+    final answer is a claim too)."""
+    echoes = echo_of(question)
+    text = SEARCH_CALL_RE.sub(" ", output or "")
+    return " ".join(" ".join(s for s in split_sentences(text) if not echoes(s)).split())
 
 
 # --------------------------------------------------------------------------------------------
@@ -428,7 +435,7 @@ def _row(value: float | None, method: str, parse_failures: int = 0, claims: int 
 
 
 def _lexical_row(trace: Trace, contexts: list[str]) -> dict[str, Any]:
-    claims = answer_claims(trace.output)
+    claims = answer_claims(trace.output, trace.question)
     if not claims:
         return _row(None, NO_CLAIMS)
     supported = sum(claim_supported(c, contexts) for c in claims)
@@ -455,11 +462,11 @@ def faithfulness_rows(
             rows[key] = _row(None, NO_CONTEXT)
         elif judge is None:
             rows[key] = _lexical_row(t, contexts)
-        elif not answer_claims(t.output):
+        elif not answer_claims(t.output, t.question):
             rows[key] = _row(None, NO_CLAIMS)
         elif not contexts:
             # ragas refuses empty contexts; nothing retrieved supports any claim.
-            rows[key] = _row(0.0, judge.method, 0, len(answer_claims(t.output)))
+            rows[key] = _row(0.0, judge.method, 0, len(answer_claims(t.output, t.question)))
         else:
             rows[key] = _row(None, judge.method)  # placeholder, filled below in order
             pending.append((key, t, contexts))
@@ -472,7 +479,7 @@ async def _judge_all(judge: Judge, pending, rows) -> None:
     scorer = _RagasScorer(judge)
     try:
         for key, t, contexts in pending:
-            value, statements, failures = await scorer.score(t.question, _judge_text(t.output), contexts)
+            value, statements, failures = await scorer.score(t.question, _judge_text(t.output, t.question), contexts)
             method = judge.method if (value is not None or failures) else NO_CLAIMS
             rows[key] = _row(value, method, failures, statements)
     finally:

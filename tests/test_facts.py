@@ -271,6 +271,8 @@ def test_a_run_with_long_probes_is_rescored_from_its_traces(tmp_path, monkeypatc
         # the question echoed (its words only, or the whole of it behind a label) states nothing
         ("How do I upgrade the production cluster of 12 nodes? Rosa Tull owns it.", "owner"),
         ("Question: how do I upgrade the production cluster of 12 nodes? Give the steps.", ""),
+        # the whole question with a value after it is no echo: the sentence counts, the question's "12" too
+        ("The answer to how do I upgrade the production cluster of 12 nodes is to ask Rosa Tull.", "nodes,owner"),
         # an alias counts as the value
         ("Move the twelve nodes to v4.12.0. Rosa Tull signs off.", "ver,nodes,owner"),
     ],

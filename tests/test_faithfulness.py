@@ -101,6 +101,19 @@ def test_the_answers_items_are_checked_as_written_and_each_claim_once():
     assert answer_claims(looping) == ["The mother of Aida Wang is Shelli Beltran.", "Ryan Wang"]
 
 
+def test_sentences_that_only_echo_the_question_are_no_claims():
+    question = "Who is the mother of Aida Wang?"
+    # An answer restating the question states nothing the passages could support or contradict.
+    assert answer_claims("The mother of Aida Wang. Question: who is the mother of Aida Wang?", question) == []
+    # The question repeated with something after it is a claim (and so is the stated answer).
+    out = "The mother of Aida Wang is Shelli Beltran. Who is the mother of Aida Wang is Shelli Beltran."
+    assert answer_claims(out, question) == [
+        "The mother of Aida Wang is Shelli Beltran.", "Who is the mother of Aida Wang is Shelli Beltran."
+    ]  # fmt: skip
+    echo = _trace("single_time", "p1", "The mother of Aida Wang. " * 5, [["aida-wang"]])
+    assert faithfulness_rows([echo], PASSAGES)[("single_time", "p1")]["faithfulness_method"] == NO_CLAIMS
+
+
 def test_content_tokens_keep_numbers_whole_and_stem_words():
     toks = content_tokens("Aida Wang was born on 0295-05-30 in tw-north-1; the brothers are not here.")
     assert {"0295-05-30", "tw-north-1", "brother", "aida"} <= toks

@@ -35,7 +35,8 @@ def method_note(scoring: Scoring) -> str:
 @scorer(
     Column(
         "faithfulness",
-        "Mean share of an answer's claims (its sentences, and each item of its stated final answer) "
+        "Mean share of an answer's claims (its sentences, those that only echo the question left out, and each item "
+        "of its stated final answer) "
         "supported by the passages the strategy retrieved (union of all its retrievals), over probes that got a "
         "score, 0-1; empty for a strategy that retrieved nothing (see faithfulness_method).",
         better=HIGHER,
