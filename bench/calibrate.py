@@ -61,6 +61,12 @@ class Goal:
     def is_target(self) -> bool:
         return self.op == "="
 
+    @property
+    def timed(self) -> bool:
+        """Whether the goal or its objective is a time: dev points are then measured cold, since
+        the dev cache would answer them in the time of a lookup."""
+        return any(name is not None and is_time(name) for name in (self.metric, self.objective))
+
     def describe(self) -> str:
         text = f"{self.metric}{self.op}{self.value:g}"
         return text if self.is_target else f"{'min' if self.lower else 'max'} {self.objective} with {text}"
@@ -83,6 +89,11 @@ class Goal:
 #: The scorers whose columns compare a strategy with other ones (the reference, the bounds): a dev
 #: point runs one strategy alone, so they have no value there and cannot be a goal.
 _COMPARING = ("deltas", "effect")
+
+
+def is_time(column: str) -> bool:
+    """Whether a summary column is a wall-clock measure (seconds, or a share of them)."""
+    return column.endswith(("_s", "_s_per_q")) or column == "harness_share"
 
 
 def parse_goal(text: str, objective: str | None, option: str) -> Goal:

@@ -175,11 +175,13 @@ def _calibrated(args: argparse.Namespace, plans: dict, goal, kind: str) -> int:
         test = [p for p in session.selected if p.id in set(test_ids)]
         session.focus([spec for spec in plans if spec not in grids], test, final=False)
         results = []
+        if goal.timed:
+            print(f"dev points run without the dev cache: {goal.describe()} is a time, measured cold", file=sys.stderr)
         for spec, knob in plans.items():
             if knob is None:
                 continue
             try:
-                cal = calibrate(spec, knob, goal, lambda s: session.measure(s, dev, f"dev {s}"))
+                cal = calibrate(spec, knob, goal, lambda s: session.measure(s, dev, f"dev {s}", cold=goal.timed))
             except CalibrationError as e:
                 print(f"flarebench: {e}", file=sys.stderr)
                 failed.append(spec)

@@ -393,3 +393,29 @@ def test_a_calibration_is_not_complete_until_its_chosen_points_ran(tmp_path, scr
     assert code == 0, err
     assert seen and set(seen) == {"partial"}
     assert json.loads((run_dir / "run.json").read_text())["status"] == "complete"
+
+
+@pytest.mark.slow
+def test_a_time_goal_is_measured_on_dev_without_the_dev_cache(tmp_path, scripted_lm):
+    # A cache hit takes the time of a lookup: a latency budget judged on the dev cache would pick
+    # whichever points happened to be cached.
+    from flarebench.bench.session import DEV_CACHE
+    from tests.scripted import run_cli
+
+    assert parse_goal("latency_p95_s<=4", "fact_recall", "--budget").timed
+    assert parse_goal("retrieval_rate<=0.5", "ttfs_p95_s", "--budget").timed
+    assert not parse_goal("retrieval_rate<=0.5", "f1", "--budget").timed
+    calls = []
+    real = scripted_lm._complete
+    scripted_lm._complete = lambda request: calls.append(request) or real(request)
+    argv = ["calibrate", "--strategy", "flare_direct", "--limit", "4"]
+    code, out, err = run_cli(*argv, "--budget", "latency_p95_s<=10", "--report-dir", str(tmp_path / "timed"))
+    assert code == 0, err
+    assert "dev points run without the dev cache: max f1 with latency_p95_s<=10 is a time, measured cold" in err
+    assert not (tmp_path / "timed" / DEV_CACHE).exists()
+    cold = len(calls)
+    calls.clear()
+    code, out, err = run_cli(*argv, "--budget", "retrieval_rate<=0.5", "--report-dir", str(tmp_path / "rate"))
+    assert code == 0, err
+    assert "without the dev cache" not in err and (tmp_path / "rate" / DEV_CACHE).is_dir()
+    assert len(calls) < cold  # every grid point drafts the same first sentences: the cache answers them
