@@ -28,7 +28,7 @@ from flarebench.bench.calibrate import calibration_note, calibration_table
 from flarebench.bench.findings import findings
 from flarebench.bench.gate import GATE_JSON
 from flarebench.bench.metrics import COLUMN_DOCS
-from flarebench.bench.report import adoption_of, compact_frame, probe_rows, write_atomic
+from flarebench.bench.report import DECIMALS, adoption_of, compact_frame, decimals, probe_rows, write_atomic
 from flarebench.strategies.records import Trace
 
 REPORT_HTML = "report.html"
@@ -141,8 +141,19 @@ def _table(frame: pd.DataFrame, table_id: str) -> str:
     for c in frame.columns:
         if frame[c].dtype == object:
             frame[c] = frame[c].map(lambda v: "" if v is None else v).astype(object)
+    formatters = {
+        c: (lambda x, n=n: "" if pd.isna(x) else f"{x:.{n}f}")
+        for c, n in decimals(frame).items()
+        if n != DECIMALS and pd.api.types.is_float_dtype(frame[c])
+    }
     return frame.to_html(
-        index=False, escape=True, na_rep="", float_format=lambda x: f"{x:.3f}", border=0, table_id=table_id
+        index=False,
+        escape=True,
+        na_rep="",
+        float_format=lambda x: f"{x:.{DECIMALS}f}",
+        formatters=formatters,
+        border=0,
+        table_id=table_id,
     )
 
 

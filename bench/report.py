@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import math
 import os
 import tempfile
 from pathlib import Path
@@ -178,13 +179,34 @@ def _flag(summary: pd.DataFrame, metric: str, i: int) -> bool:
     return f"{metric}_delta_sig" in summary and str(summary[f"{metric}_delta_sig"].iloc[i]) == "True"
 
 
+#: Decimals a number of a table is shown with.
+DECIMALS = 3
+#: The most decimals a column of small values gets.
+MAX_DECIMALS = 8
+
+
+def decimals(frame: pd.DataFrame) -> dict[str, int]:
+    """Decimals per column: :data:`DECIMALS`, except for a cost column (a hosted model's price per
+    question is often below 0.001, which 3 decimals would show as 0.000, free), which gets enough
+    for its smallest non-zero value to keep 3 significant digits."""
+    out = {}
+    for column in frame.columns:
+        values = pd.to_numeric(frame[column], errors="coerce").abs() if column.endswith("cost_per_q") else None
+        smallest = values[values > 0].min() if values is not None else math.nan
+        out[column] = DECIMALS
+        if smallest < 10.0 ** -(DECIMALS - 2):
+            out[column] = min(MAX_DECIMALS, 2 - math.floor(math.log10(smallest)))
+    return out
+
+
 def format_table(summary: pd.DataFrame, fmt: str = "github", compact: bool = False) -> str:
-    """The summary as a text table, numbers rounded for reading; ``compact`` keeps the columns a
-    reader compares first (see :func:`compact_frame`)."""
+    """The summary as a text table, numbers rounded for reading (:func:`decimals`); ``compact``
+    keeps the columns a reader compares first (see :func:`compact_frame`)."""
     frame = compact_frame(summary) if compact else summary
+    floatfmt = [f".{n}f" for n in decimals(frame).values()]
     # A value that cannot be computed is empty, as summary.csv writes it, never "nan".
     frame = frame.astype(object).where(frame.notna(), None)
-    return tabulate(frame, headers="keys", tablefmt=fmt, showindex=False, floatfmt=".3f", missingval="")
+    return tabulate(frame, headers="keys", tablefmt=fmt, showindex=False, floatfmt=floatfmt, missingval="")
 
 
 def write_summary(run_dir: Path, summary: pd.DataFrame, config: dict, study: dict | None = None) -> None:

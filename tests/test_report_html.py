@@ -313,3 +313,21 @@ def test_the_gate_caption_names_the_trigger_beyond_min_prob():
         rows.assign(gate_trigger="min_prob", gate_score=[0.9, 0.2, 0.95, 0.1], gate_threshold=0.8), ["f"]
     )
     assert "The lowest token probability" in theta
+
+
+def test_a_small_cost_per_question_keeps_its_significant_digits_in_every_table():
+    # A hosted model's cost per question is often below 0.001: at 3 decimals it would read 0.000, free.
+    from flarebench.bench.html import _table
+    from flarebench.bench.report import format_table
+
+    summary = pd.DataFrame(
+        {"strategy": ["single_time", "flare_direct", "no_retrieval"], "em": [0.15, 0.1, None],
+         "cost_per_q": [0.0002992, 0.00204654, 0.0]}
+    )  # fmt: skip
+    text = format_table(summary)
+    assert "0.000299" in text and "0.002047" in text and "0.150" in text
+    page = _table(summary, "summary")
+    assert "<td>0.000299</td>" in page and "<td>0.002047</td>" in page and "<td>0.150</td>" in page
+    assert "<td>0.000000</td>" in page and "nan" not in page  # a free strategy; an empty em
+    free = summary.assign(cost_per_q=0.0)  # a local model's run: the usual 3 decimals
+    assert "|        0.000 |" in format_table(free)
