@@ -10,6 +10,7 @@ probes (see :mod:`flarebench.bench.scaffold`).
 from __future__ import annotations
 
 import argparse
+import json
 import os
 import shlex
 import sys
@@ -242,10 +243,11 @@ def _sweep(args: argparse.Namespace) -> int:
 def _rescore(args: argparse.Namespace):
     """Score RUN_DIR again from its traces: the probes the run selected (run.json) and each
     (strategy, probe) once; returns (run_dir, run.json, traces, probe set, summary, the line saying
-    what was scored). It checks run.json, traces.jsonl and the options, and neither prints nor
-    writes: the command checks its own options too, then calls :func:`_publish`, so that a mistake
-    leaves the folder as it was. Only reads traces.jsonl, so it needs no lock and works while a run
-    is writing the folder."""
+    what was scored). The returned run.json's ``scoring`` is the price, reference and judge this
+    scoring used (``--prices``, ``--reference``, ``--judge``, else those recorded). It checks
+    run.json, traces.jsonl and the options, and neither prints nor writes: the command checks its
+    own options too, then calls :func:`_publish`, so that a mistake leaves the folder as it was.
+    Only reads traces.jsonl, so it needs no lock and works while a run is writing the folder."""
     from flarebench.bench.report import is_comparison, summary_frame
     from flarebench.bench.runner import TRACES, TraceError, TraceLog
     from flarebench.bench.session import RUN_JSON, ConfigError, read_run_json
@@ -295,7 +297,12 @@ def _rescore(args: argparse.Namespace):
         faithfulness=_faithfulness(traces, probe_set, judge),
         oracle=is_comparison(info.get("study")),
     )
-    return run_dir, info, traces, probe_set, summary, _scored_line(traces, len(probes))
+    scoring = {
+        "reference": reference,
+        "price": price.record() if price else None,
+        "judge": judge.describe() if judge else None,
+    }
+    return run_dir, {**info, "scoring": scoring}, traces, probe_set, summary, _scored_line(traces, len(probes))
 
 
 def _check_run_info(info: dict, run_json: Path) -> None:
@@ -321,12 +328,20 @@ def _check_run_info(info: dict, run_json: Path) -> None:
         raise UserError(f"{run_json}: {e}") from None
 
 
-def _publish(run_dir: Path, info: dict, summary, line: str) -> None:
-    """Say what was scored and write the summary files, once every input and option is checked."""
-    from flarebench.bench.report import write_summary
+def _publish(run_dir: Path, info: dict, summary, line: str) -> bool:
+    """Say what was scored and write the summary files, once every input and option is checked;
+    run.json records the scoring when it changed (other prices, reference or judge), so that a later
+    `score` or `report` scores as these files are. Returns whether it changed."""
+    from flarebench.bench.report import write_atomic, write_summary
+    from flarebench.bench.session import RUN_JSON, read_run_json
 
     print(line)
     write_summary(run_dir, summary, info["config"], info.get("study"))
+    on_disk = read_run_json(run_dir / RUN_JSON)
+    if on_disk.get("scoring") == info["scoring"]:
+        return False
+    write_atomic(run_dir / RUN_JSON, json.dumps({**on_disk, "scoring": info["scoring"]}, indent=2) + "\n")
+    return True
 
 
 def _selection(info: dict, probe_set, run_json: Path) -> dict:
@@ -364,6 +379,7 @@ def _scored_line(traces: list, selected: int) -> str:
 
 def _score(args: argparse.Namespace) -> int:
     from flarebench.bench.breakdown import BreakdownError, breakdown
+    from flarebench.bench.html import REPORT_HTML
     from flarebench.bench.report import format_table, probe_rows, write_atomic
 
     run_dir, info, traces, probe_set, summary, line = _rescore(args)
@@ -372,7 +388,8 @@ def _score(args: argparse.Namespace) -> int:
         tables = {field: breakdown(rows, field, list(info["config"]["strategies"])) for field in args.by or []}
     except BreakdownError as e:
         raise UserError(str(e)) from None
-    _publish(run_dir, info, summary, line)
+    if _publish(run_dir, info, summary, line) and (run_dir / REPORT_HTML).exists():
+        print(f"{run_dir / REPORT_HTML} still shows the earlier scoring: flarebench report {run_dir} rebuilds it")
     print(format_table(summary))
     for field, table in tables.items():
         write_atomic(run_dir / f"breakdown_{field}.csv", table.to_csv(index=False, float_format="%.6g"))

@@ -159,3 +159,25 @@ def test_score_scores_exactly_the_probes_the_run_selected(tmp_path, scripted_lm)
     assert (run_dir / "summary.csv").read_text() == csv_run
     code, out, err = run_cli("report", str(run_dir))
     assert code == 0 and out.splitlines()[0] == "scored 2 probes per strategy (selection from run.json)"
+
+
+@pytest.mark.slow
+def test_score_with_other_prices_records_them_so_report_and_score_keep_them(scripted_run, tmp_path):
+    prices = tmp_path / "prices.toml"
+    prices.write_text('[models."scripted"]\nprompt_per_1m = 3.0\ncompletion_per_1m = 15.0\n')
+    before = json.loads((scripted_run / "run.json").read_text())
+    code, out, err = run_cli("score", str(scripted_run), "--prices", str(prices))
+    assert code == 0, out + err
+    # The summary files are priced now; report.html is not, and the command says how to rebuild it.
+    assert f"{scripted_run / 'report.html'} still shows the earlier scoring: flarebench report {scripted_run}" in out
+    priced = pd.read_csv(scripted_run / "summary.csv")["cost_per_q"]
+    assert (priced > 0).all()
+    after = json.loads((scripted_run / "run.json").read_text())
+    assert after["scoring"]["price"]["prompt_per_1m"] == 3.0 and after["scoring"]["price"]["source"] == str(prices)
+    assert {k: v for k, v in after.items() if k != "scoring"} == {k: v for k, v in before.items() if k != "scoring"}
+    # A later report (no --prices) scores as the summary files are, and so does a later score.
+    code, out, err = run_cli("report", str(scripted_run))
+    assert code == 0, out + err
+    pd.testing.assert_series_equal(pd.read_csv(scripted_run / "summary.csv")["cost_per_q"], priced)
+    code, out, err = run_cli("score", str(scripted_run))
+    assert code == 0 and "still shows the earlier scoring" not in out  # nothing changed this time
