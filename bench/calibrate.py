@@ -197,11 +197,12 @@ def knob_of(spec: str, param: str | None = None, values: Sequence[float] | None 
     return knob
 
 
-def budget_plans(specs: Sequence[str], reference: str) -> dict[str, Knob | None]:
+def budget_plans(specs: Sequence[str], reference: str, bounds: bool = True) -> dict[str, Knob | None]:
     """``compare --budget``'s specs, each with the knob it is calibrated by (None: run as given):
     the user's specs, the delta reference (the delta, helped and harmed columns need it on the test
-    part too) and the bound rows never and always (as in every comparison)."""
-    return {spec: knob_of(spec) for spec in with_bounds(list(dict.fromkeys([*specs, reference])))}
+    part too) and, unless not ``bounds``, the bound rows never and always (as in every comparison)."""
+    specs = list(dict.fromkeys([*specs, reference]))
+    return {spec: knob_of(spec) for spec in (with_bounds(specs) if bounds else specs)}
 
 
 def grid_specs(spec: str, knob: Knob) -> list[str]:

@@ -94,16 +94,18 @@ def _compare(args: argparse.Namespace) -> int:
     specs = expand(args.strategy)
     if len(specs) < 2:
         raise UserError(f"compare needs at least two strategies (repeat --strategy, or 'all'); got {', '.join(specs)}")
+    # Without the bounds (the always row retrieves on every sentence: often the longest spec to run).
+    bounds = {"bounds": False} if args.no_bounds else {}
     if not args.budget:
         if args.objective:
             raise UserError("--objective needs --budget METRIC<=VALUE")
-        return _run(args, study={"kind": "compare"})
+        return _run(args, study={"kind": "compare", **bounds})
     try:
         goal = parse_goal(args.budget, args.objective, "--budget")
-        plans = budget_plans(specs, args.reference)
+        plans = budget_plans(specs, args.reference, bounds=not args.no_bounds)
     except CalibrationError as e:
         raise UserError(str(e)) from None
-    return _calibrated(args, plans, goal, "compare")
+    return _calibrated(args, plans, goal, "compare", bounds)
 
 
 def _calibrate(args: argparse.Namespace) -> int:
@@ -129,7 +131,7 @@ def _calibrate(args: argparse.Namespace) -> int:
     return _calibrated(args, plans, goal, "calibrate")
 
 
-def _calibrated(args: argparse.Namespace, plans: dict, goal, kind: str) -> int:
+def _calibrated(args: argparse.Namespace, plans: dict, goal, kind: str, extra: dict | None = None) -> int:
     """Calibrate every spec of ``plans`` that has a knob on a dev part of the probes, then run the
     chosen points and the specs without a knob on the test part; the run folder's summary and
     report are the test part's (:mod:`flarebench.bench.calibrate`)."""
@@ -158,6 +160,7 @@ def _calibrated(args: argparse.Namespace, plans: dict, goal, kind: str) -> int:
     args.strategy = list(dict.fromkeys(s for spec in plans for s in grids.get(spec, [spec])))
     study = {
         "kind": kind,
+        **(extra or {}),
         "goal": asdict(goal),
         "dev_fraction": args.dev_fraction,
         "seed": args.seed,
@@ -645,10 +648,16 @@ def build_parser() -> argparse.ArgumentParser:
         "adoption tables against it (adoption.md), plots of quality against cost and p95 latency with the "
         "Pareto front, latency distributions and a trace viewer. The options are those of `run`. "
         "It also runs the bounds never (no_retrieval) and always (flare_direct:theta=1, retrieval on every "
-        "sentence) unless --strategy holds them, and adds an oracle row (per probe the best answer of the "
-        "strategies): headroom_captured, helped and harmed say what each strategy gains.",
+        "sentence) unless --strategy holds them or --no-bounds is given, and adds an oracle row (per probe the "
+        "best answer of the strategies): headroom_captured, helped and harmed say what each strategy gains.",
     )
     _add_run_options(compare)
+    compare.add_argument(
+        "--no-bounds",
+        action="store_true",
+        help="leave out the bound rows never and always that --strategy does not hold (always retrieves on "
+        "every sentence, often the longest to run); headroom_captured then needs no_retrieval in --strategy",
+    )
     _add_calibration_options(
         compare,
         budget_help=(

@@ -168,9 +168,9 @@ class BenchSession:
         except GateError as e:
             raise ConfigError(str(e)) from None
         self.specs = self.gating.specs
-        if is_comparison(self.study):
-            # A comparison runs its never and always bounds too (bench/bounds.py); after the gate's
-            # specs, so that a baseline is not asked for them.
+        if is_comparison(self.study) and self.study.get("bounds", True):
+            # A comparison runs its never and always bounds too (bench/bounds.py), unless --no-bounds;
+            # after the gate's specs, so that a baseline is not asked for them.
             self.specs = with_bounds(self.specs)
         # Parse every spec before loading anything heavy, so a typo fails at once.
         from flarebench.strategies.registry import SpecError

@@ -247,6 +247,28 @@ def test_compare_does_not_add_a_bound_the_specs_hold(tmp_path, scripted_lm):
     assert summary["bound"].tolist() == ["never", "always", "oracle"]
 
 
+@pytest.mark.slow
+def test_compare_without_bounds_runs_the_specs_given_and_keeps_the_oracle(tmp_path, scripted_lm):
+    from flarebench.bench.calibrate import budget_plans
+
+    run_dir = tmp_path / "compare"
+    code, out, err = run_cli(
+        "compare", "--strategy", "single_time", "--strategy", "flare_direct", "--limit", "2", "--no-bounds",
+        "--report-dir", str(run_dir),
+    )  # fmt: skip
+    assert code == 0, out + err
+    summary = pd.read_csv(run_dir / "summary.csv")
+    assert list(summary["strategy"]) == ["single_time", "flare_direct", "oracle"]
+    assert summary["headroom_captured"].isna().all()  # no never row: missing, and the notes say why
+    assert (
+        "headroom_captured empty: no no_retrieval spec (the never bound) in this run"
+        in (run_dir / "summary.md").read_text()
+    )
+    assert list(budget_plans(["flare_direct"], "single_time", bounds=False)) == ["flare_direct", "single_time"]
+    bounded = [NEVER_SPEC, "flare_direct", "single_time", ALWAYS_SPEC]
+    assert list(budget_plans(["flare_direct"], "single_time")) == bounded
+
+
 def test_a_comparison_adds_never_first_and_always_last_once():
     assert with_bounds(["single_time", "flare_direct"]) == [NEVER_SPEC, "single_time", "flare_direct", ALWAYS_SPEC]
     everything = expand(["all"])

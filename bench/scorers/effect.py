@@ -38,7 +38,8 @@ QUALITY = "f1"
         "never, always or oracle on the bound rows, empty on every other row. never: the run's "
         "no_retrieval spec (no retrieval at all); always: its flare_direct spec whose trigger fires on "
         "every drafted sentence (theta 1: a token with p <= 1 is always there), retrieval_rate 1; "
-        "`flarebench compare` adds both unless its specs hold them. oracle, a comparison's last row, is "
+        "`flarebench compare` adds both unless its specs hold them or --no-bounds is given. oracle, a comparison's "
+        "last row, is "
         "no strategy: per probe the best em and f1 (and fact_recall) among the strategies of the run, "
         "errors counted 0, averaged over the probes all of them answered (n); its other columns are empty.",
     ),
