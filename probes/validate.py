@@ -221,6 +221,27 @@ def check_facts(path: str, n: int, probe: dict, doc_ids: set[str] | None, proble
             )
         elif isinstance(fid, str) and fid.strip():
             first[fid] = i
+    _check_wrong_values_across_facts(path, n, facts, problems)
+
+
+def _check_wrong_values_across_facts(path: str, n: int, facts: list, problems: list[str]) -> None:
+    """No fact's wrong value is another fact's alias: a complete answer states every alias, so it
+    would always count as stating a wrong value."""
+
+    def strings(fact, key) -> list[str]:
+        values = fact.get(key) if isinstance(fact, dict) else None
+        return [v for v in values if isinstance(v, str)] if isinstance(values, list) else []
+
+    aliases = {a.strip().lower(): k for k, fact in enumerate(facts) for a in strings(fact, "answers")}
+    for i, fact in enumerate(facts):
+        for j, value in enumerate(strings(fact, "wrong_values")):
+            k = aliases.get(value.strip().lower())
+            if k is not None and k != i:
+                other = facts[k].get("id")
+                problems.append(
+                    f"{path}:{n}: required_facts[{i}].wrong_values[{j}]: '{value}' is an answer of fact "
+                    f"'{other}' (required_facts[{k}]): a complete answer states it, and would count as wrong"
+                )
 
 
 def _check_probe(path: str, n: int, probe: dict, doc_ids: set[str] | None, problems: list[str]) -> None:

@@ -405,6 +405,11 @@ def test_a_long_probe_is_valid_without_answers_or_with_empty_ones(tmp_path):
             {"required_facts": [{**FACT, "wrong_values": ["Painter"]}]},
             "required_facts[0].wrong_values[0]: 'Painter' is also an alias in answers",
         ),
+        (  # another fact's answer: a complete answer would always count as wrong
+            {"required_facts": [{**FACT, "wrong_values": ["Sculptor"]}, {**FACT, "id": "b", "answers": ["sculptor"]}]},
+            "required_facts[0].wrong_values[0]: 'Sculptor' is an answer of fact 'b' (required_facts[1]): a "
+            "complete answer states it, and would count as wrong",
+        ),
     ],
 )
 def test_a_bad_long_probe_is_named_by_its_line_and_field(tmp_path, changes, expected):
