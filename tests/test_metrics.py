@@ -795,3 +795,25 @@ def test_readme_defines_every_summary_column():
     table = readme.split("### What each number means", 1)[1].split("\n\n|", 1)[1].split("\n\n", 1)[0]
     named = {name for line in table.splitlines() for name in re.findall(r"`([a-z0-9_]+)`", line.split("|")[1])}
     assert [c for c in SUMMARY_COLUMNS if c not in named] == []
+
+
+def test_a_strategy_decoded_far_slower_than_another_is_said_to_have_shared_the_machine():
+    # One model decodes at about one speed: a strategy whose tokens came 3 times slower or more was
+    # slowed by something else, and its latency is not what the strategy costs.
+    def decoding(strategy, seconds_per_token, pid):
+        c = call(seconds=0.2 + 100 * seconds_per_token, completion=101)
+        c.prefill_seconds = 0.2
+        return trace([Step(text="x", lm_calls=[c])], strategy=strategy, probe_id=pid)
+
+    def notes(slow):
+        rows = _rows((decoding(s, pace, p), FakeProbe(p)) for s, pace in (("a", 0.01), ("b", slow)) for p in "pq")
+        return [n for n in summarize(rows).attrs["notes"] if "decoded" in n]
+
+    assert notes(0.05) == [
+        "the model decoded b at 20 tokens/s and a at 100: one model decodes at about one speed, so something else "
+        "slowed it while the slower ran (another process on the CPUs?), and b's latency columns overstate its "
+        "cost: run it again alone"
+    ]
+    assert notes(0.02) == []  # 2-fold: a longer prompt can do that
+    unrecorded = _rows((trace([Step(text="x", lm_calls=[call()])], strategy=s), FakeProbe("p1")) for s in "ab")
+    assert not any("decoded" in n for n in summarize(unrecorded).attrs["notes"])  # no prefill recorded: no claim

@@ -16,20 +16,57 @@ NAN = float("nan")
 def timing_row(trace: Trace, probe: Any, row: Mapping[str, Any]) -> dict[str, float]:
     """``lm_s`` and ``retrieval_s`` (as the LM and the retriever timed their calls) and ``harness_s``:
     what the runner spent outside them (prompting, parsing, caching). NaN for a service under test
-    (``http``): flarebench times it end to end only (``latency_s``)."""
+    (``http``): flarebench times it end to end only (``latency_s``). ``decode_tokens`` and
+    ``decode_s``: the tokens after each call's first and the seconds after its prefill, over the
+    calls that recorded their prefill (the in-process model's, not served from the cache)."""
     if trace.service is not None:
-        return {"lm_s": NAN, "retrieval_s": NAN, "harness_s": NAN}
+        return {"lm_s": NAN, "retrieval_s": NAN, "harness_s": NAN, "decode_tokens": NAN, "decode_s": NAN}
     lm_s = float(sum(c.seconds for c in trace.lm_calls))
     retrieval_s = float(sum(r.seconds for r in trace.retrievals))
-    # Clamped at 0: timer granularity can make the parts sum slightly above the wall time.
-    return {"lm_s": lm_s, "retrieval_s": retrieval_s, "harness_s": max(0.0, row["latency_s"] - lm_s - retrieval_s)}
+    timed = [c for c in trace.lm_calls if c.prefill_seconds is not None and not c.cached and c.completion_tokens > 1]
+    return {
+        "lm_s": lm_s,
+        "retrieval_s": retrieval_s,
+        # Clamped at 0: timer granularity can make the parts sum slightly above the wall time.
+        "harness_s": max(0.0, row["latency_s"] - lm_s - retrieval_s),
+        "decode_tokens": float(sum(c.completion_tokens - 1 for c in timed)),
+        "decode_s": float(sum(max(0.0, c.seconds - c.prefill_seconds) for c in timed)),
+    }
+
+
+#: Decode speeds of one model's strategies further apart than this are not the model's doing.
+UNEVEN_DECODE = 3.0
+#: Decode time a strategy needs (seconds, over its probes) before its speed is compared.
+MIN_DECODE_S = 1.0
 
 
 def unreported_time(summary: pd.DataFrame, scoring: Scoring) -> list[str]:
-    """A service is timed end to end only."""
+    """A service is timed end to end only; and one model decoding far slower for one strategy than
+    for another was slowed by something else (another process on the CPUs)."""
     columns = ("lm_s_per_q", "retrieval_s_per_q", "harness_s_per_q", "harness_share")
     why = "a service is timed end to end only (latency_p50_s, latency_p95_s): where its time went is unknown"
-    return unreported(summary, scoring, columns, lambda g: why)
+    return unreported(summary, scoring, columns, lambda g: why) + uneven_decode(scoring)
+
+
+def uneven_decode(scoring: Scoring) -> list[str]:
+    """A line when the model decoded one strategy's tokens over :data:`UNEVEN_DECODE` times slower
+    than another's: the same model decodes at about one speed (a longer prompt slows it, not 3-fold),
+    so the slower strategy's latency was most likely inflated by a busy machine."""
+    speeds = {}
+    for spec, rows in scoring.groups.items():
+        done = rows[~Group(spec, rows, scoring).failed]
+        if "decode_s" in done and done["decode_s"].sum() >= MIN_DECODE_S:
+            speeds[spec] = done["decode_tokens"].sum() / done["decode_s"].sum()
+    if len(speeds) < 2:
+        return []
+    slow, fast = min(speeds, key=speeds.get), max(speeds, key=speeds.get)
+    if speeds[fast] <= UNEVEN_DECODE * speeds[slow]:
+        return []
+    return [
+        f"the model decoded {slow} at {speeds[slow]:.0f} tokens/s and {fast} at {speeds[fast]:.0f}: one model "
+        "decodes at about one speed, so something else slowed it while the slower ran (another process on the "
+        f"CPUs?), and {slow}'s latency columns overstate its cost: run it again alone"
+    ]
 
 
 @scorer(
