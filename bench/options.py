@@ -210,7 +210,8 @@ RUN_OPTIONS: tuple[Option, ...] = (
     Option(
         "--report-dir",
         "the run folder (summary.csv, summary.md, run.json, traces.jsonl); a folder "
-        "holding a run of the same configuration is resumed (default: reports/<UTC time>-<config hash>/)",
+        "holding a run of the same configuration is resumed (default: reports/<UTC time>-<config hash>/, or the "
+        "newest such folder when its run did not finish)",
         metavar="DIR",
     ),
     Option("--overwrite", "replace a run folder that holds a run of a different configuration", is_switch=True),

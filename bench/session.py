@@ -44,6 +44,8 @@ _START_AGAIN = ", or use --overwrite to start the run again"  # the end of a lin
 
 #: The cache of a calibration's dev runs, in the run folder.
 DEV_CACHE = "dev-cache"
+#: Where a run without --report-dir writes its folder, ``<UTC time>-<config hash>``.
+DEFAULT_RUNS = Path("reports")
 
 
 def _unreadable(traces: Path, e: OSError) -> str:
@@ -358,13 +360,33 @@ class BenchSession:
             except ConfigError as e:
                 raise ConfigError(f"{e}; use --overwrite to replace it") from None
 
+    def _unfinished_default(self) -> Path | None:
+        """The newest default run folder of this configuration (``reports/<time>-<config hash>``)
+        when its run did not finish (interrupted, killed) and no live process writes it; None
+        otherwise, and always for a gated run or with --overwrite, which start afresh."""
+        if self.gating.active or self.overwrite:
+            return None
+        folders = sorted(DEFAULT_RUNS.glob(f"*-{self.config_hash}")) if DEFAULT_RUNS.is_dir() else []
+        if not folders:
+            return None
+        try:
+            status = read_run_json(folders[-1] / RUN_JSON).get("status")
+        except (ConfigError, OSError):
+            return None  # not a run this command can resume: a new folder, as before
+        return folders[-1] if status != "complete" and RunLock(folders[-1]).blocked() is None else None
+
     def _open_run_dir(self) -> Path:
         """Create, resume or refuse the run folder, holding its lock from here to :meth:`close`."""
         if self.report_dir:
             run_dir = Path(self.report_dir)
+        elif unfinished := self._unfinished_default():
+            # "Run the same command to resume" holds without --report-dir too.
+            run_dir = unfinished
+            note = f"flarebench: resuming {run_dir}, this configuration's last run, which did not finish"
+            print(note, file=sys.stderr)
         else:
             stamp = dt.datetime.now(dt.UTC).strftime("%Y%m%dT%H%M%SZ")
-            run_dir = Path("reports") / f"{stamp}-{self.config_hash}"
+            run_dir = DEFAULT_RUNS / f"{stamp}-{self.config_hash}"
         if not self.overwrite:
             self._refuse_foreign_folder(run_dir)
         try:  # checked before anything loaded, but a place can still refuse (/proc as root)

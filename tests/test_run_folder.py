@@ -9,6 +9,7 @@ import os
 import socket
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 import pandas as pd
@@ -383,3 +384,32 @@ def test_pytest_bench_releases_the_lock_at_the_end_and_on_ctrl_c(pytester, tmp_p
             assert f"is in use by another flarebench run (pid {other.pid})" in result.stdout.str() + result.stderr.str()
         finally:
             other.kill()
+
+
+@pytest.mark.slow
+def test_without_report_dir_the_same_command_resumes_the_run_that_did_not_finish(tmp_path, scripted_lm, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    command = ("run", "--strategy", "no_retrieval", "--limit", "3")
+    real, asked = scripted_lm._complete, []
+
+    def interrupted_at_the_second(request):
+        asked.append(request)
+        if len(asked) == 2:
+            raise KeyboardInterrupt
+        return real(request)
+
+    monkeypatch.setattr(scripted_lm, "_complete", interrupted_at_the_second)
+    code, out, err = run_cli(*command)
+    assert code == 130 and "run the same command to resume" in err
+    (folder,) = (tmp_path / "reports").iterdir()
+    monkeypatch.setattr(scripted_lm, "_complete", real)
+    code, out, err = run_cli(*command)  # the same command: the same folder, the two probes left
+    assert code == 0, err
+    resumed = Path("reports") / folder.name
+    assert f"flarebench: resuming {resumed}, this configuration's last run, which did not finish" in err
+    assert [p.name for p in (tmp_path / "reports").iterdir()] == [folder.name]
+    assert len((folder / "traces.jsonl").read_text().splitlines()) == 3
+    assert json.loads((folder / "run.json").read_text())["status"] == "complete"
+    time.sleep(1.1)  # a new folder's name holds the second
+    code, out, err = run_cli(*command)  # finished: a new run, in a new folder
+    assert code == 0 and "resuming" not in err and len(list((tmp_path / "reports").iterdir())) == 2
