@@ -112,6 +112,9 @@ def parse_goal(text: str, objective: str | None, option: str) -> Goal:
     except ValueError:
         raise CalibrationError(f"{option}: {raw!r} is not a number") from None
     better = {c.name: c.better for c in columns()}
+    shares = {c.name for c in columns() if c.share}
+    if metric in shares and not 0.0 <= value <= 1.0:  # 30 for 30%, say
+        raise CalibrationError(f"{option}: {metric} lies within 0 and 1, got {value:g}")
     comparing = {c.name for s in scorers() if s.name in _COMPARING for c in s.columns}
     for flag, name in ((option, metric), ("--objective", objective)):
         if name is None:
@@ -358,7 +361,8 @@ def calibration_table(summary: pd.DataFrame, study: Mapping[str, Any]) -> pd.Dat
             "calibrated": f"{cal['param']}={value_text(cal['value'])}" if cal else None,
             f"dev_{goal.metric}": cal["dev"][goal.metric] if cal else None,
             f"test_{goal.metric}": test,
-            "off_by": (test - goal.value) if not math.isnan(test) else None,
+            # Only a calibrated strategy had the goal: the others' test figures are in the column before.
+            "off_by": (test - goal.value) if cal and not math.isnan(test) else None,
             "missed": (bool(miss > tolerance) if not math.isnan(miss) else None) if cal else None,
         }
         shown = dict.fromkeys([goal.objective, *TABLE_COLUMNS]) if goal.objective else TABLE_COLUMNS
@@ -396,6 +400,26 @@ def missed_lines(table: pd.DataFrame, study: Mapping[str, Any]) -> list[str]:
                 f"{row['strategy']} ({row['calibrated']}) missed {goal.describe()} on test: "
                 f"{goal.metric} {row[f'test_{goal.metric}']:.2f} on test against {row[f'dev_{goal.metric}']:.2f} "
                 f"on dev (tolerance {tolerance:g})"
+            )
+    return lines
+
+
+def calibration_lines(table: pd.DataFrame, study: Mapping[str, Any]) -> list[str]:
+    """What a reader of a calibrated run must not miss: the strategies no value of whose knob met
+    the budget on dev, those that missed the goal on test, and the choices a tie decided."""
+    return infeasible_lines(study) + missed_lines(table, study) + flat_lines(study)
+
+
+def infeasible_lines(study: Mapping[str, Any]) -> list[str]:
+    """A line per strategy for which no grid value met the budget on dev: the closest was chosen."""
+    goal = Goal(**study["goal"])
+    lines = []
+    for cal in study.get("calibration", []):
+        if not cal.get("feasible", True):
+            dev = _number(cal["dev"].get(goal.metric))
+            lines.append(
+                f"{cal['base']}: no {cal['param']} met {goal.describe()} on dev (infeasible): {cal['param']}="
+                f"{value_text(cal['value'])}, the closest, was chosen ({goal.metric} {dev:.2f} on dev)"
             )
     return lines
 

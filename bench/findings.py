@@ -13,7 +13,7 @@ from __future__ import annotations
 import pandas as pd
 
 from flarebench.bench.bounds import ALWAYS, BOUND, NEVER, ORACLE, never_retrieved, strategy_rows
-from flarebench.bench.calibrate import calibration_table, flat_lines, missed_lines
+from flarebench.bench.calibrate import calibration_lines, calibration_table
 from flarebench.bench.plots import QUALITY, cost_axis, pareto_front, tokens_frame
 from flarebench.bench.report import interval_text
 from flarebench.strategies.registry import with_param
@@ -188,7 +188,7 @@ def findings(summary: pd.DataFrame, study: dict) -> list[str]:
     cost_col, cost_label, _ = cost_axis(summary)
     out = _sweep(summary, study) if study.get("kind") == "sweep" else []
     if "calibration" in study:
-        out += missed_lines(calibration_table(summary, study), study) + flat_lines(study)
+        out += calibration_lines(calibration_table(summary, study), study)
     out += [f for f in (_long_answers(summary), _retrieval_helps(summary), _deltas(summary)) if f]
     out += _harms(summary)
     out += [f for f in (_headroom(summary, oracle),) if f]

@@ -12,7 +12,7 @@ import pandas as pd
 from tabulate import tabulate
 
 from flarebench.bench.adoption import ADOPTION_MD, adoption, markdown
-from flarebench.bench.calibrate import CALIBRATION_CSV, calibration_note, calibration_table, flat_lines, missed_lines
+from flarebench.bench.calibrate import CALIBRATION_CSV, calibration_lines, calibration_note, calibration_table
 from flarebench.bench.metrics import COLUMN_DOCS, SUMMARY_COLUMNS, probe_row, summarize
 from flarebench.bench.paths import WriteError
 from flarebench.strategies.records import Trace
@@ -219,7 +219,7 @@ def write_summary(run_dir: Path, summary: pd.DataFrame, config: dict, study: dic
     if study and "calibration" in study:
         table = calibration_table(summary, study)
         write_atomic(run_dir / CALIBRATION_CSV, table.to_csv(index=False, float_format="%.6g"))
-        missed = "".join(f"- {line}\n" for line in missed_lines(table, study) + flat_lines(study))
+        missed = "".join(f"- {line}\n" for line in calibration_lines(table, study))
         calibrated = f"## Calibration\n\n{calibration_note(study)}\n\n{format_table(table)}\n\n" + (
             f"{missed}\n" if missed else ""
         )

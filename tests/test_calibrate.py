@@ -13,8 +13,10 @@ from flarebench.bench.calibrate import (
     _best,
     budget_plans,
     calibrate,
+    calibration_lines,
     calibration_table,
     flat_lines,
+    infeasible_lines,
     knob_of,
     missed_lines,
     parse_goal,
@@ -65,6 +67,8 @@ def test_the_best_point_within_budget_follows_the_objectives_direction():
         ("retrieval_rate<=0.5", "f1_delta", "--objective: f1_delta compares with other strategies"),
         ("retrieval_rate<=0.5", "helped", "--objective: helped compares with other strategies"),
         ("retrieval_rate<=0.5", "faithfulness_method", "--objective: faithfulness_method has no better direction"),
+        ("retrieval_rate=1.5", None, "--target: retrieval_rate lies within 0 and 1, got 1.5"),
+        ("incomplete_or_wrong_rate<=30", None, "incomplete_or_wrong_rate lies within 0 and 1, got 30"),  # 30%
     ],
 )
 def test_a_bad_goal_is_one_line_naming_the_option(text, objective, message):
@@ -260,8 +264,23 @@ def test_the_table_shows_dev_and_test_figures_and_flags_a_miss_beyond_the_tolera
     assert first["dev_retrieval_rate"] == cal.dev["retrieval_rate"] and first["test_retrieval_rate"] == 0.75
     assert first["off_by"] == pytest.approx(0.25) and first["missed"] == True  # noqa: E712
     assert pd.isna(table.iloc[1]["calibrated"]) and pd.isna(table.iloc[1]["missed"])
+    assert pd.isna(table.iloc[1]["off_by"])  # single_time had no goal: its figure is test_retrieval_rate
     [line] = missed_lines(table, study)
     assert line.startswith("flare_direct (theta=0.5) missed retrieval_rate=0.5 on test: retrieval_rate 0.75")
+
+
+def test_a_budget_no_value_met_on_dev_is_called_infeasible_in_the_findings():
+    points = [{"value": v, "spec": f"flare_direct:theta={v}", "prompt_tokens_per_q": t, "f1": 0.1}
+              for v, t in ((0.0, 900.0), (0.4, 1200.0))]  # fmt: skip
+    cal = {"base": "flare_direct", "param": "theta", "value": 0.0, "chosen": "flare_direct:theta=0",
+           "dev": {"prompt_tokens_per_q": 900.0}, "points": points, "feasible": False}  # fmt: skip
+    study = {"goal": asdict(Goal("prompt_tokens_per_q", "<=", 100.0, "f1")), "calibration": [cal]}
+    summary = pd.DataFrame([{"strategy": "flare_direct:theta=0", "prompt_tokens_per_q": 950.0, "f1": 0.1}])
+    assert calibration_lines(calibration_table(summary, study), study)[0] == (
+        "flare_direct: no theta met max f1 with prompt_tokens_per_q<=100 on dev (infeasible): theta=0, the "
+        "closest, was chosen (prompt_tokens_per_q 900.00 on dev)"
+    )
+    assert infeasible_lines({**study, "calibration": [{**cal, "feasible": True}]}) == []
 
 
 def test_a_budget_choice_that_rests_on_the_tie_break_is_said():

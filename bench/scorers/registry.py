@@ -92,6 +92,12 @@ class Column:
     always_gated: bool = False
     optional: bool = False
 
+    @property
+    def share(self) -> bool:
+        """Whether the column's values lie within 0 and 1 (a rate, a share, a score): its definition
+        says "0-1"."""
+        return "0-1" in self.doc
+
     def __post_init__(self) -> None:
         if not self.doc:
             raise ScorerError(f"column {self.name}: no definition")

@@ -58,10 +58,10 @@ def unlisted(g: Group) -> str | None:
     # Lower is cheaper; whether retrieving less also answers worse is what em and f1 gate.
     Column(
         "retrieval_rate",
-        "Generation steps that triggered a retrieval (the first-hop retrieval with the "
-        "question not counted) divided by generation steps, summed over all probes; empty when there are no steps. "
-        "A step is the strategy's own unit (a sentence, a window, a turn: docs/metrics.md), so compare it within a "
-        "strategy, and retrievals_per_q across strategies.",
+        "Generation steps that triggered a retrieval (the first-hop retrieval with the question not counted) "
+        "divided by generation steps, summed over all probes, 0-1; empty when there are no steps. A step is the "
+        "strategy's own unit (a sentence, a window, a turn: docs/metrics.md), so compare it within a strategy, and "
+        "retrievals_per_q across strategies.",
         better=LOWER,
     ),
     Column(
