@@ -98,7 +98,9 @@ def _check_ids(path: str, rows: list[tuple[int, dict]], problems: list[str]) -> 
 
 
 def check_one_form(path: str, rows: list[tuple[int, dict]], problems: list[str]) -> None:
-    """A set's probes are all long or none is: the set chooses the prompt form its strategies use."""
+    """A set's probes are all long or none is: the set chooses the prompt form its strategies use.
+    A probe whose answer_type is none of them is left out: its own line says so."""
+    rows = [(n, obj) for n, obj in rows if obj.get("answer_type", "single") in ANSWER_TYPES]
     first = next(((n, obj.get("answer_type") == "long") for n, obj in rows), None)
     for n, obj in rows:
         if first and (obj.get("answer_type") == "long") != first[1]:
@@ -150,7 +152,9 @@ def _check_doc_ids(
         if doc_id in seen:
             problems.append(f"{path}:{n}: {key}[{i}]: duplicate '{doc_id}'")
         elif doc_ids is not None and doc_id not in doc_ids:
-            problems.append(f"{path}:{n}: {key}[{i}]: '{doc_id}' is not a document id in {CORPUS_FILE}")
+            close = difflib.get_close_matches(doc_id, doc_ids, n=1, cutoff=0.6)
+            hint = f"; did you mean '{close[0]}'?" if close else ""
+            problems.append(f"{path}:{n}: {key}[{i}]: '{doc_id}' is not a document id in {CORPUS_FILE}{hint}")
         seen.add(doc_id)
     return True
 
@@ -247,6 +251,16 @@ def _check_wrong_values_across_facts(path: str, n: int, facts: list, problems: l
 def _check_probe(path: str, n: int, probe: dict, doc_ids: set[str] | None, problems: list[str]) -> None:
     _unknown_fields(path, n, probe, _PROBE_FIELDS, problems)
     kind = probe.get("answer_type", "single")
+    if kind not in ANSWER_TYPES:
+        # Which answer fields it needs depends on the type: they are checked once it is fixed.
+        close = difflib.get_close_matches(str(kind).lower(), ANSWER_TYPES, n=1, cutoff=0.6)
+        hint = f"; did you mean '{close[0]}'?" if close else ""
+        problems.append(
+            f"{path}:{n}: answer_type: must be one of {', '.join(ANSWER_TYPES)}, got {json.dumps(kind)}{hint}"
+        )
+        _check_required(path, n, probe, ("id", "question"), problems)
+        _check_doc_ids(path, n, "gold_doc_ids", probe.get("gold_doc_ids", []), doc_ids, problems, False)
+        return
     long = kind == "long"
     # A long probe's gold is its required_facts: its answers may be left out, and must then be empty.
     _check_required(path, n, probe, ("id", "question") if long else ("id", "question", "answers"), problems)
@@ -258,10 +272,7 @@ def _check_probe(path: str, n: int, probe: dict, doc_ids: set[str] | None, probl
             )
     else:
         answers_ok = "answers" in probe and _check_str_list(path, n, "answers", probe["answers"], problems, True)
-    if kind not in ANSWER_TYPES:
-        allowed = ", ".join(ANSWER_TYPES)
-        problems.append(f"{path}:{n}: answer_type: must be one of {allowed}, got {json.dumps(kind)}")
-    elif kind == "yes_no" and answers_ok and probe["answers"] not in (["yes"], ["no"]):
+    if kind == "yes_no" and answers_ok and probe["answers"] not in (["yes"], ["no"]):
         got = json.dumps(probe["answers"])
         problems.append(f'{path}:{n}: answers: a yes_no probe needs ["yes"] or ["no"], got {got}')
     _check_doc_ids(path, n, "gold_doc_ids", probe.get("gold_doc_ids", []), doc_ids, problems, False)

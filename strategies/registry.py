@@ -10,6 +10,7 @@ entry point, imported when its name is first asked for, or a ``--plugin`` module
 from __future__ import annotations
 
 import dataclasses
+import difflib
 import importlib
 import types
 import typing
@@ -94,7 +95,9 @@ def parse_spec(spec: str, defaults: dict[str, Any] | None = None) -> Strategy:
         if not eq:
             raise SpecError(f"{spec}: expected key=value, got {item!r}")
         if key not in fields:
-            raise SpecError(f"{spec}: {name} has no parameter {key!r}; parameters: {', '.join(fields)}")
+            close = difflib.get_close_matches(key, fields, n=1, cutoff=0.75)
+            hint = f"did you mean {close[0]!r}? " if close else ""
+            raise SpecError(f"{spec}: {name} has no parameter {key!r}; {hint}parameters: {', '.join(fields)}")
         if key in kwargs:
             raise SpecError(f"{spec}: parameter {key!r} given twice")
         kwargs[key] = _convert(spec, key, raw.strip(), hints[key])

@@ -146,6 +146,29 @@ def test_unknown_answer_type(tmp_path):
     )
 
 
+def test_a_miscased_answer_type_is_one_line_with_a_hint_and_blames_no_other_probe(tmp_path):
+    # "Long" is none of the types: its own line says so, and the long probe after it is not
+    # called "a long probe in a set of short probes".
+    long = {
+        "id": "l2",
+        "question": "Tell me about Ann.",
+        "answer_type": "long",
+        "required_facts": [{"id": "job", "fact": "Ann is a painter.", "answers": ["painter"], "doc_ids": ["d1"]}],
+    }
+    folder = write_set(tmp_path / "s", probes=[{**long, "id": "l1", "answer_type": "Long"}, long])  # fmt: skip
+    assert only_problem(folder) == (
+        f'{folder / "probes.jsonl"}:1: answer_type: must be one of single, set, yes_no, long, got "Long"; '
+        "did you mean 'long'?"
+    )
+
+
+def test_a_gold_document_id_that_is_not_in_the_corpus_names_the_nearest(tmp_path):
+    folder = write_set(tmp_path / "s", probes=[{**PROBES[0], "gold_doc_ids": ["d11"]}])
+    assert only_problem(folder) == (
+        f"{folder / 'probes.jsonl'}:1: gold_doc_ids[0]: 'd11' is not a document id in corpus.jsonl; did you mean 'd1'?"
+    )
+
+
 def test_yes_no_answers_must_be_yes_or_no(tmp_path):
     folder = write_set(tmp_path / "s", probes=[{**PROBES[2], "answers": ["maybe"]}])
     assert ":1: answers: a yes_no probe needs" in only_problem(folder)

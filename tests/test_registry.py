@@ -35,6 +35,8 @@ def test_spec_parameters_are_typed_and_validated():
         parse_spec("single_time:k=0")
     with pytest.raises(SpecError, match="no parameter 'kk'; parameters: k, max_tokens, answer_form"):
         parse_spec("single_time:kk=3")
+    with pytest.raises(SpecError, match="no parameter 'thetta'; did you mean 'theta'\\? parameters: k, "):
+        parse_spec("flare_direct:thetta=0.5")
     with pytest.raises(SpecError, match="expected key=value"):
         parse_spec("single_time:k")
     with pytest.raises(SpecError, match="given twice"):
