@@ -58,12 +58,25 @@ def first_difference(old: Any, new: Any, path: str = "") -> str | None:
             where = f"{path}.{key}" if path else str(key)
             if key not in new or key not in old:
                 was, now = old.get(key, "<absent>"), new.get(key, "<absent>")
-                return f"{where} (was {was!r}, now {now!r})"
+                return f"{where} (was {_brief(was)}, now {_brief(now)})"
             diff = first_difference(old[key], new[key], where)
             if diff:
                 return diff
         return None
-    return None if old == new else f"{path} (was {old!r}, now {new!r})"
+    return None if old == new else f"{path} (was {_brief(old)}, now {_brief(new)})"
+
+
+#: The longest value a refusal quotes whole (a strategy's parameters would fill the line).
+BRIEF_CHARS = 80
+
+
+def _brief(value: Any) -> str:
+    """``repr(value)``, cut at :data:`BRIEF_CHARS` (a dict's closing brace kept)."""
+    text = repr(value)
+    if len(text) <= BRIEF_CHARS:
+        return text
+    end = " ...}" if isinstance(value, dict) else " ..."
+    return text[: BRIEF_CHARS - len(end)] + end
 
 
 def fingerprint(config: dict[str, Any], strategies: dict[str, Any], n_probes: int) -> dict[str, Any]:

@@ -112,6 +112,11 @@ def test_first_difference_names_the_field():
         == "strategies.s.k (was 3, now 5)"
     )
     assert first_difference(old, {**old, "extra": 1}) == "extra (was '<absent>', now 1)"
+    # A strategy's whole parameter set is cut short: the field named is what the reader needs.
+    params = {f"param_{i}": i for i in range(20)}
+    assert first_difference(old, {**old, "extra": params}) == (
+        "extra (was '<absent>', now {'param_0': 0, 'param_1': 1, 'param_2': 2, 'param_3': 3, 'param_4': 4, 'par ...})"
+    )
     # The prompt hash follows from the strategies run together: a sweep's folder reused by a plain
     # run is refused naming the strategies, though the hash comes first in run.json.
     sweep = {"prompt_sha256": "a", **old, "strategies": {"s:k=1": {"k": 1}, "s:k=2": {"k": 2}}}
