@@ -339,7 +339,7 @@ def _publish(run_dir: Path, info: dict, summary, line: str) -> bool:
     from flarebench.bench.session import RUN_JSON, read_run_json
 
     print(line)
-    write_summary(run_dir, summary, info["config"], info.get("study"))
+    write_summary(run_dir, summary, info["config"], info.get("study"), info.get("status"))
     on_disk = read_run_json(run_dir / RUN_JSON)
     if on_disk.get("scoring") == info["scoring"]:
         return False

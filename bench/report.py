@@ -209,9 +209,18 @@ def format_table(summary: pd.DataFrame, fmt: str = "github", compact: bool = Fal
     return tabulate(frame, headers="keys", tablefmt=fmt, showindex=False, floatfmt=floatfmt, missingval="")
 
 
-def write_summary(run_dir: Path, summary: pd.DataFrame, config: dict, study: dict | None = None) -> None:
+_STATUS_LINE = (
+    "**Run status: {status}.** Not every strategy has run every probe yet (`n` says how many each has): "
+    "read the rows as they stand, and run the same command to finish it.\n\n"
+)
+
+
+def write_summary(
+    run_dir: Path, summary: pd.DataFrame, config: dict, study: dict | None = None, status: str | None = None
+) -> None:
     """Write summary.csv (plain decimals), summary.md (the table, its column definitions and
-    the configuration it came from) and adoption.md (the before/after tables against the reference,
+    the configuration it came from; a line under its title when the run's ``status`` is not
+    ``complete``) and adoption.md (the before/after tables against the reference,
     :mod:`flarebench.bench.adoption`); for a calibrated run (``study`` holds its calibration), also
     calibration.csv, and summary.md gains the calibration table (:mod:`flarebench.bench.calibrate`)."""
     run_dir = Path(run_dir)
@@ -228,7 +237,8 @@ def write_summary(run_dir: Path, summary: pd.DataFrame, config: dict, study: dic
     notes = "".join(f"- {note}\n" for note in summary.attrs.get("notes", []))
     md = (
         f"# flarebench run {run_dir.name}\n\n"
-        f"Probe set `{config['probes']['name']}`, LM `{config['lm']['name']}`, "
+        + (_STATUS_LINE.format(status=status) if status not in (None, "complete") else "")
+        + f"Probe set `{config['probes']['name']}`, LM `{config['lm']['name']}`, "
         f"retriever `{config['retriever']['name']}`.\n\n"
         f"{format_table(summary)}\n\n"
         + calibrated

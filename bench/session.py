@@ -608,14 +608,17 @@ class BenchSession:
         """The summary of every spec of this run, from the traces on disk."""
         return self._scored()[1]
 
-    def write_summary(self) -> None:
+    def write_summary(self, status: str | None = None) -> None:
+        """Write the summary files and run.json with the run's ``status``: ``complete`` when every
+        spec ran every selected probe, else ``partial`` (or the ``status`` given: ``interrupted``)."""
         complete = (
             not self._more_to_come
             and bool(self.specs)  # a calibration whose every strategy failed has nothing complete
             and all(spec in self.results and len(self.results[spec]) == len(self.selected) for spec in self.specs)
         )
-        write_summary(self.run_dir, self.summary(), self.config, self.study)
-        self._write_run_json(self.run_dir, status="complete" if complete else "partial")
+        status = status or ("complete" if complete else "partial")
+        write_summary(self.run_dir, self.summary(), self.config, self.study, status)
+        self._write_run_json(self.run_dir, status=status)
 
     @contextlib.contextmanager
     def closing(self) -> Iterator[BenchSession]:
@@ -636,9 +639,9 @@ class BenchSession:
         probes are kept, and the same command resumes it. Never raises: the error that stopped the
         run is the one to show."""
         with contextlib.suppress(Exception):
-            self.write_summary()
+            self.write_summary(status="interrupted")
         with contextlib.suppress(Exception):
-            self._write_run_json(self.run_dir, status="interrupted")
+            self._write_run_json(self.run_dir, status="interrupted")  # also when the summary failed
         with contextlib.suppress(Exception):
             self.write_report()
 

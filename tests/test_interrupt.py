@@ -66,6 +66,7 @@ def test_sigterm_stops_flarebench_run_keeps_what_finished_and_the_same_command_r
     assert json.loads((run_dir / "run.json").read_text())["status"] == "interrupted"
     assert (run_dir / "summary.csv").read_text().splitlines()[1].startswith("no_retrieval,1,")
     assert "run status <b>interrupted</b>" in (run_dir / "report.html").read_text()  # a CI job's artifact
+    assert "**Run status: interrupted.**" in (run_dir / "summary.md").read_text()
     assert not (run_dir / "run.lock").exists()
     assert signal.getsignal(signal.SIGTERM) is handler  # put back when the command ended
 
