@@ -61,6 +61,11 @@ class Goal:
     def is_target(self) -> bool:
         return self.op == "="
 
+    def allowed(self, tolerance: float) -> float:
+        """How far a test figure may miss the goal (``--budget-tolerance``): ``tolerance`` itself on a
+        column within 0 and 1, else that share of the goal's value (0.1 of 1000 tokens is 100)."""
+        return tolerance if is_share(self.metric) else tolerance * abs(self.value)
+
     @property
     def timed(self) -> bool:
         """Whether the goal or its objective is a time: dev points are then measured cold, since
@@ -91,6 +96,13 @@ class Goal:
 _COMPARING = ("deltas", "effect")
 
 
+def is_share(column: str) -> bool:
+    """Whether a summary column lies within 0 and 1 (a rate, a share, a score)."""
+    from flarebench.bench.scorers.registry import columns
+
+    return any(c.share for c in columns() if c.name == column)
+
+
 def is_time(column: str) -> bool:
     """Whether a summary column is a wall-clock measure (seconds, or a share of them)."""
     return column.endswith(("_s", "_s_per_q")) or column == "harness_share"
@@ -112,8 +124,7 @@ def parse_goal(text: str, objective: str | None, option: str) -> Goal:
     except ValueError:
         raise CalibrationError(f"{option}: {raw!r} is not a number") from None
     better = {c.name: c.better for c in columns()}
-    shares = {c.name for c in columns() if c.share}
-    if metric in shares and not 0.0 <= value <= 1.0:  # 30 for 30%, say
+    if is_share(metric) and not 0.0 <= value <= 1.0:  # 30 for 30%, say
         raise CalibrationError(f"{option}: {metric} lies within 0 and 1, got {value:g}")
     comparing = {c.name for s in scorers() if s.name in _COMPARING for c in s.columns}
     for flag, name in ((option, metric), ("--objective", objective)):
@@ -363,7 +374,7 @@ def calibration_table(summary: pd.DataFrame, study: Mapping[str, Any]) -> pd.Dat
             f"test_{goal.metric}": test,
             # Only a calibrated strategy had the goal: the others' test figures are in the column before.
             "off_by": (test - goal.value) if cal and not math.isnan(test) else None,
-            "missed": (bool(miss > tolerance) if not math.isnan(miss) else None) if cal else None,
+            "missed": (bool(miss > goal.allowed(tolerance)) if not math.isnan(miss) else None) if cal else None,
         }
         shown = dict.fromkeys([goal.objective, *TABLE_COLUMNS]) if goal.objective else TABLE_COLUMNS
         out.update({c: row[c] for c in shown if c in summary.columns})
@@ -385,7 +396,7 @@ def calibration_note(study: Mapping[str, Any]) -> str:
         f"(--dev-fraction {study.get('dev_fraction', DEV_FRACTION):g}, --seed {study.get('seed', 0)}); every "
         f"figure below but dev_{goal.metric} is measured on the other {n_test} (test). A strategy without "
         f"calibrated value ran as given. missed: off the goal by more than "
-        f"{study.get('tolerance', TOLERANCE):g} on test."
+        f"{goal.allowed(float(study.get('tolerance', TOLERANCE))):g} on test."
     )
 
 
@@ -399,7 +410,7 @@ def missed_lines(table: pd.DataFrame, study: Mapping[str, Any]) -> list[str]:
             lines.append(
                 f"{row['strategy']} ({row['calibrated']}) missed {goal.describe()} on test: "
                 f"{goal.metric} {row[f'test_{goal.metric}']:.2f} on test against {row[f'dev_{goal.metric}']:.2f} "
-                f"on dev (tolerance {tolerance:g})"
+                f"on dev (tolerance {goal.allowed(tolerance):g})"
             )
     return lines
 

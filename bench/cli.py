@@ -592,7 +592,8 @@ def _add_calibration_options(parser: argparse.ArgumentParser, budget_help: str) 
         type=float,
         default=TOLERANCE,
         metavar="X",
-        help=f"how far off the goal a test figure may be before the strategy is said to miss it (default: {TOLERANCE})",
+        help="how far off the goal a test figure may be before the strategy is said to miss it: X on a 0-1 column "
+        f"(a rate, a score), X times the goal's value on any other (tokens, seconds) (default: {TOLERANCE})",
     )
 
 

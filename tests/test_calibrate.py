@@ -269,6 +269,17 @@ def test_the_table_shows_dev_and_test_figures_and_flags_a_miss_beyond_the_tolera
     assert line.startswith("flare_direct (theta=0.5) missed retrieval_rate=0.5 on test: retrieval_rate 0.75")
 
 
+def test_the_tolerance_is_absolute_on_a_share_and_relative_on_any_other_column():
+    assert Goal("retrieval_rate", "=", 0.5).allowed(0.1) == pytest.approx(0.1)
+    assert Goal("prompt_tokens_per_q", "<=", 1000.0, "f1").allowed(0.1) == pytest.approx(100.0)  # 10% of it
+    cal = {"base": "flare_direct", "param": "theta", "value": 0.4, "chosen": "flare_direct:theta=0.4",
+           "dev": {"prompt_tokens_per_q": 950.0}, "points": []}  # fmt: skip
+    study = {"goal": asdict(Goal("prompt_tokens_per_q", "<=", 1000.0, "f1")), "calibration": [cal], "tolerance": 0.1}
+    for test, missed in ((1050.0, False), (1150.0, True)):  # 50 tokens over: within 100; 150 over: not
+        summary = pd.DataFrame([{"strategy": cal["chosen"], "prompt_tokens_per_q": test, "f1": 0.1}])
+        assert calibration_table(summary, study).iloc[0]["missed"] is missed
+
+
 def test_a_budget_no_value_met_on_dev_is_called_infeasible_in_the_findings():
     points = [{"value": v, "spec": f"flare_direct:theta={v}", "prompt_tokens_per_q": t, "f1": 0.1}
               for v, t in ((0.0, 900.0), (0.4, 1200.0))]  # fmt: skip
