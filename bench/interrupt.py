@@ -23,30 +23,28 @@ def _raise_terminated(signum, frame) -> None:
     raise Terminated("terminated (SIGTERM)")
 
 
-@contextlib.contextmanager
-def sigterm_interrupts() -> Iterator[None]:
-    """Within the block, SIGTERM raises :class:`Terminated` in the main thread; the handler that
-    was there before is put back after it. Off the main thread (where Python cannot take a
-    signal) nothing changes."""
-    if threading.current_thread() is not threading.main_thread():
-        yield
-        return
-    previous = signal.signal(signal.SIGTERM, _raise_terminated)
-    try:
-        yield
-    finally:
-        signal.signal(signal.SIGTERM, previous)
+def _main_thread() -> bool:
+    # Python takes signals in the main thread only; elsewhere a handler cannot be set.
+    return threading.current_thread() is threading.main_thread()
 
 
 @contextlib.contextmanager
 def sigterm_kept() -> Iterator[None]:
     """Put the SIGTERM handler back after the block: ``ray.init`` installs its own (``sys.exit``),
-    which would stop the driver without summarising the run."""
-    if threading.current_thread() is not threading.main_thread():
-        yield
-        return
-    handler = signal.getsignal(signal.SIGTERM)
+    which would stop the driver without summarising the run. Off the main thread, nothing."""
+    handler = signal.getsignal(signal.SIGTERM) if _main_thread() else None
     try:
         yield
     finally:
-        signal.signal(signal.SIGTERM, handler)
+        if handler is not None:
+            signal.signal(signal.SIGTERM, handler)
+
+
+@contextlib.contextmanager
+def sigterm_interrupts() -> Iterator[None]:
+    """Within the block, SIGTERM raises :class:`Terminated` in the main thread; the handler that
+    was there before is put back after it. Off the main thread nothing changes."""
+    with sigterm_kept():
+        if _main_thread():
+            signal.signal(signal.SIGTERM, _raise_terminated)
+        yield
