@@ -85,7 +85,7 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from flarebench.bench.answers import echo_of, split_items
+from flarebench.bench.answers import echo_of, long_answer_text, split_items
 from flarebench.bench.support import METHOD as LEXICAL_METHOD
 from flarebench.bench.support import claim_supported, content_tokens
 from flarebench.strategies.flare_instruct import SEARCH_CALL_RE
@@ -154,11 +154,9 @@ def answer_claims(output: str, question: str | None = None) -> list[str]:
 
 
 def _judge_text(output: str, question: str | None) -> str:
-    """What the judge reads: the whole output, search calls and echoes of the question removed (the
-    final answer is a claim too)."""
-    echoes = echo_of(question)
-    text = SEARCH_CALL_RE.sub(" ", output or "")
-    return " ".join(" ".join(s for s in split_sentences(text) if not echoes(s)).split())
+    """What the judge reads: the whole output, search calls and echoes of the question removed, as
+    a long answer's facts are looked for (the final answer is a claim too)."""
+    return " ".join(long_answer_text(output, question).split())
 
 
 # --------------------------------------------------------------------------------------------
@@ -462,11 +460,11 @@ def faithfulness_rows(
             rows[key] = _row(None, NO_CONTEXT)
         elif judge is None:
             rows[key] = _lexical_row(t, contexts)
-        elif not answer_claims(t.output, t.question):
+        elif not (claims := answer_claims(t.output, t.question)):
             rows[key] = _row(None, NO_CLAIMS)
         elif not contexts:
             # ragas refuses empty contexts; nothing retrieved supports any claim.
-            rows[key] = _row(0.0, judge.method, 0, len(answer_claims(t.output, t.question)))
+            rows[key] = _row(0.0, judge.method, 0, len(claims))
         else:
             rows[key] = _row(None, judge.method)  # placeholder, filled below in order
             pending.append((key, t, contexts))
