@@ -17,7 +17,6 @@ from __future__ import annotations
 
 import contextlib
 import dataclasses
-import difflib
 import io
 import json
 import os
@@ -38,7 +37,7 @@ from flarebench.strategies.backends import smollm2_path
 
 from .documents import FORMATS, DocumentError, SourceDocument, read_document
 from .questions import DEFAULT_NAMES, Question, QuestionError, read_questions
-from .validate import BUILD_FILE, CORPUS_FILE, PROBES_FILE, README_FILE, check_folder
+from .validate import BUILD_FILE, CORPUS_FILE, PROBES_FILE, README_FILE, check_folder, did_you_mean
 
 DEFAULT_LICENCE = "the source documents' own licence (not recorded here)"
 #: Below this, one character (up to 4 UTF-8 bytes, a token each at worst) might not fit a chunk.
@@ -172,8 +171,7 @@ def _probes(asked: list[Question], where: Path, chunks: list[Chunk]) -> list[dic
             if name in ids or name in by_file:
                 found += [name] if name in ids else by_file[name]
                 continue
-            close = difflib.get_close_matches(name, [*by_file, *ids], n=1, cutoff=0.6)
-            hint = f"; did you mean '{close[0]}'?" if close else ""
+            hint = did_you_mean(name, [*by_file, *ids])
             problems.append(f"{where}:{line}: {field}[{i}]: '{source}' matches no file or chunk id{hint}")
         return list(dict.fromkeys(found))
 

@@ -12,12 +12,11 @@ several values separated by ``|``; an empty cell is an absent field.
 from __future__ import annotations
 
 import csv
-import difflib
 import io
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from flarebench.probes.validate import check_facts, check_one_form, read_jsonl
+from flarebench.probes.validate import check_facts, check_one_form, read_jsonl, unknown_fields
 
 #: The names a folder's own question file may have, looked for in this order.
 DEFAULT_NAMES = ("questions.jsonl", "questions.csv")
@@ -86,11 +85,7 @@ def _strings(value, where: str, key: str, problems: list[str]) -> list[str] | No
 def _question(n: int, obj: dict, path: str, problems: list[str]) -> Question | None:
     where = f"{path}:{n}"
     before = len(problems)
-    for key in obj:
-        if key not in FIELDS:  # a typo ("anwser") would otherwise drop the answer silently
-            close = difflib.get_close_matches(key, FIELDS, n=1, cutoff=0.75)
-            hint = f"; did you mean '{close[0]}'?" if close else f" (allowed: {', '.join(FIELDS)})"
-            problems.append(f"{where}: {key}: unknown field{hint}")
+    unknown_fields(path, n, obj, FIELDS, problems)
     text = obj.get("question")
     if not isinstance(text, str) or not text.strip():
         problems.append(f"{where}: question: missing or empty")

@@ -10,6 +10,7 @@ from __future__ import annotations
 import difflib
 import json
 import os
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 
 from .model import ANSWER_TYPES, find_licence
@@ -75,14 +76,21 @@ def read_jsonl(path: str, data: bytes, problems: list[str]) -> list[tuple[int, d
     return rows
 
 
-def _unknown_fields(
+def did_you_mean(word: str, choices: Iterable[str], cutoff: float = 0.6, otherwise: str = "") -> str:
+    """``; did you mean 'CHOICE'?`` for the choice closest to ``word`` (difflib, at least
+    ``cutoff`` alike), else ``otherwise``: the end of a problem line."""
+    close = difflib.get_close_matches(word, list(choices), n=1, cutoff=cutoff)
+    return f"; did you mean '{close[0]}'?" if close else otherwise
+
+
+def unknown_fields(
     path: str, n: int, obj: dict, allowed: tuple[str, ...], problems: list[str], prefix: str = ""
 ) -> None:
-    # Unknown fields are errors: a typo ("answer") would otherwise silently drop data.
+    """A problem line per key of ``obj`` not in ``allowed``: a typo ("anwser") would otherwise
+    silently drop data."""
     for key in obj:
         if key not in allowed:
-            close = difflib.get_close_matches(key, allowed, n=1, cutoff=0.75)
-            hint = f"; did you mean '{close[0]}'?" if close else f" (allowed: {', '.join(allowed)})"
+            hint = did_you_mean(key, allowed, 0.75, f" (allowed: {', '.join(allowed)})")
             problems.append(f"{path}:{n}: {prefix}{key}: unknown field{hint}")
 
 
@@ -114,7 +122,7 @@ def check_one_form(path: str, rows: list[tuple[int, dict]], problems: list[str])
 
 def _check_corpus(path: str, rows: list[tuple[int, dict]], problems: list[str]) -> None:
     for n, doc in rows:
-        _unknown_fields(path, n, doc, _CORPUS_FIELDS, problems)
+        unknown_fields(path, n, doc, _CORPUS_FIELDS, problems)
         for key in _CORPUS_FIELDS:
             if key not in doc:
                 problems.append(f"{path}:{n}: {key}: missing required field")
@@ -152,8 +160,7 @@ def _check_doc_ids(
         if doc_id in seen:
             problems.append(f"{path}:{n}: {key}[{i}]: duplicate '{doc_id}'")
         elif doc_ids is not None and doc_id not in doc_ids:
-            close = difflib.get_close_matches(doc_id, doc_ids, n=1, cutoff=0.6)
-            hint = f"; did you mean '{close[0]}'?" if close else ""
+            hint = did_you_mean(doc_id, doc_ids)
             problems.append(f"{path}:{n}: {key}[{i}]: '{doc_id}' is not a document id in {CORPUS_FILE}{hint}")
         seen.add(doc_id)
     return True
@@ -171,7 +178,7 @@ def _check_fact(
     path: str, n: int, where: str, fact: dict, doc_ids: set[str] | None, gold: set[str] | None, problems: list[str]
 ) -> None:
     """One required fact (its id's uniqueness is checked by the caller)."""
-    _unknown_fields(path, n, fact, _FACT_FIELDS, problems, prefix=f"{where}.")
+    unknown_fields(path, n, fact, _FACT_FIELDS, problems, prefix=f"{where}.")
     _check_required(path, n, fact, ("id", "fact", "answers", "doc_ids"), problems, prefix=f"{where}.")
     aliases_ok = "answers" in fact and _check_str_list(path, n, f"{where}.answers", fact["answers"], problems, True)
     if "doc_ids" in fact and _check_doc_ids(path, n, f"{where}.doc_ids", fact["doc_ids"], doc_ids, problems, True):
@@ -249,12 +256,11 @@ def _check_wrong_values_across_facts(path: str, n: int, facts: list, problems: l
 
 
 def _check_probe(path: str, n: int, probe: dict, doc_ids: set[str] | None, problems: list[str]) -> None:
-    _unknown_fields(path, n, probe, _PROBE_FIELDS, problems)
+    unknown_fields(path, n, probe, _PROBE_FIELDS, problems)
     kind = probe.get("answer_type", "single")
     if kind not in ANSWER_TYPES:
         # Which answer fields it needs depends on the type: they are checked once it is fixed.
-        close = difflib.get_close_matches(str(kind).lower(), ANSWER_TYPES, n=1, cutoff=0.6)
-        hint = f"; did you mean '{close[0]}'?" if close else ""
+        hint = did_you_mean(str(kind).lower(), ANSWER_TYPES)
         problems.append(
             f"{path}:{n}: answer_type: must be one of {', '.join(ANSWER_TYPES)}, got {json.dumps(kind)}{hint}"
         )
