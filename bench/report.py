@@ -189,13 +189,13 @@ def decimals(frame: pd.DataFrame) -> dict[str, int]:
     """Decimals per column: :data:`DECIMALS`, except for a cost column (a hosted model's price per
     question is often below 0.001, which 3 decimals would show as 0.000, free), which gets enough
     for its smallest non-zero value to keep 3 significant digits."""
-    out = {}
+    out = dict.fromkeys(frame.columns, DECIMALS)
     for column in frame.columns:
-        values = pd.to_numeric(frame[column], errors="coerce").abs() if column.endswith("cost_per_q") else None
-        smallest = values[values > 0].min() if values is not None else math.nan
-        out[column] = DECIMALS
-        if smallest < 10.0 ** -(DECIMALS - 2):
-            out[column] = min(MAX_DECIMALS, 2 - math.floor(math.log10(smallest)))
+        if column.endswith("cost_per_q"):
+            values = pd.to_numeric(frame[column], errors="coerce").abs()
+            smallest = values[values > 0].min()  # NaN when none is above 0: the default then
+            if smallest < 10.0 ** -(DECIMALS - 2):
+                out[column] = min(MAX_DECIMALS, 2 - math.floor(math.log10(smallest)))
     return out
 
 

@@ -553,18 +553,12 @@ class BenchSession:
         takes the time of a lookup, so a goal that is a time runs its dev points ``cold``, without
         it. Test runs never use it, so their latency is measured cold (unless the run itself has
         --cache)."""
-        if cold:
-            traces = self.run(spec, probes, label)
-            return self._dev_row(traces, probes)
-        if self._dev is None:
+        if not cold and self._dev is None:
             from flarebench.bench.cache import CachedLM, CachedRetriever, DiskCache
 
             cache = DiskCache(self.run_dir / DEV_CACHE)
             self._dev = (CachedLM(self.lm_backend, cache), CachedRetriever(self.retriever_backend, cache), cache)
-        traces = self.run(spec, probes, label, backends=self._dev[:2])
-        return self._dev_row(traces, probes)
-
-    def _dev_row(self, traces: list[Trace], probes: list) -> dict[str, Any]:
+        traces = self.run(spec, probes, label, backends=None if cold else self._dev[:2])
         summary = summary_frame(traces, {p.id: p for p in probes}, price=self.price)
         return summary.iloc[0].to_dict() if len(summary) else {}
 
