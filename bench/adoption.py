@@ -91,6 +91,11 @@ class Adoption:
     legend: tuple[tuple[str, str, str], ...] = ()
     notes: tuple[str, ...] = ()
 
+    def __deepcopy__(self, memo) -> Adoption:
+        # Immutable all the way down, so a copy is itself. A summary carries its tables in
+        # ``attrs``, which pandas deep-copies on every operation on the frame.
+        return self
+
 
 def _group(rows: pd.DataFrame, strategy: str) -> Group:
     return Group(strategy, rows[rows["strategy"] == strategy], Scoring(groups={}))

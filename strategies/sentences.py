@@ -15,19 +15,26 @@ def _segmenter() -> pysbd.Segmenter:
 def split_sentences(text: str) -> list[str]:
     """Split ``text`` into sentences, keeping each one's trailing whitespace so that joining the
     pieces gives back ``text`` exactly."""
+    return list(_split(text))
+
+
+# pysbd takes milliseconds a text, and scoring splits each answer several times (the stated
+# answer, the claims, the streaming timeline), for the summary, the report and triggers.csv.
+@functools.lru_cache(maxsize=4096)
+def _split(text: str) -> tuple[str, ...]:
     if not text.strip():
-        return [text] if text else []
+        return (text,) if text else ()
     # pysbd keeps the words but not always the whitespace between sentences: find where each
     # sentence starts in the original and cut there, so the split is lossless.
     starts, pos = [0], 0
     for piece in _segmenter().segment(text):
         at = text.find(piece.strip(), pos)
         if at < 0:
-            return [text]
+            return (text,)
         if at > 0 and pos > 0:
             starts.append(at)
         pos = at + len(piece.strip())
-    return [text[a:b] for a, b in zip(starts, starts[1:] + [len(text)])]
+    return tuple(text[a:b] for a, b in zip(starts, starts[1:] + [len(text)]))
 
 
 def first_sentence(text: str) -> str:

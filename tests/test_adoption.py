@@ -222,6 +222,18 @@ def test_per_probe_rows_give_the_paired_intervals_of_the_deltas():
     assert without["answer faithfulness"] == (f"{MISSING} (not scored)",) * 3
 
 
+def test_the_tables_a_summary_carries_are_not_copied_by_each_operation_on_it():
+    # pandas deep-copies a frame's attrs on every operation; the tables are immutable, so
+    # copying them would only cost time (a second of a short run's report).
+    import copy
+
+    rows = _runs()
+    summary = summarize(rows, reference="single_time")
+    summary.attrs["adoption"] = a = adoption(summary, rows)
+    assert copy.deepcopy(a) is a
+    assert summary[["strategy"]].attrs["adoption"] is a
+
+
 def test_another_statistic_resamples_the_same_draws_and_the_mean_is_unchanged():
     rng = np.random.default_rng(3)
     a, b = rng.random(30), rng.random(30)

@@ -62,6 +62,14 @@ def test_split_sentences_cuts_at_boundaries():
     assert first_sentence(" The date is 0204-03-12. So the answer is 0204-03-12.") == " The date is 0204-03-12. "
 
 
+def test_a_changed_split_does_not_change_the_next_split_of_the_same_text():
+    # The split is cached: each caller gets a list of its own.
+    text = "Ann is a nurse. Bob is a cook."
+    first = split_sentences(text)
+    first.pop()
+    assert split_sentences(text) == ["Ann is a nurse. ", "Bob is a cook."]
+
+
 def test_token_texts_give_a_split_letter_to_the_token_that_completes_it():
     from flarebench.strategies.lm import token_texts
     from flarebench.strategies.records import LMCall
