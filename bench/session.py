@@ -524,7 +524,13 @@ class BenchSession:
     def warm_up(self) -> None:
         """Before any probe is timed: evaluate every static prompt prefix and make one retrieval
         (:func:`flarebench.bench.runner.warm_up`); run.json records what it did. A Ray run's workers
-        warm their own backends instead (the driver's serve no probe)."""
+        warm their own backends instead (the driver's serve no probe). A folder that already holds
+        every probe of every spec is said to be finished, and nothing is warmed."""
+        finished = self.log.done()
+        if not any((spec, p.id) not in finished for spec in self.specs for p in self.selected):
+            total = len(self.specs) * len(self.selected)
+            print(f"flarebench: {self.run_dir} holds all {total} traces already: nothing to run", file=sys.stderr)
+            return
         if self.ray is None:
             self.warmed = warm_up(self.strategies, self.lm_backend, self.retriever_backend)
             self._write_run_json(self.run_dir, status="running")

@@ -387,6 +387,25 @@ def test_pytest_bench_releases_the_lock_at_the_end_and_on_ctrl_c(pytester, tmp_p
 
 
 @pytest.mark.slow
+def test_the_same_command_on_a_finished_run_says_so_and_warms_nothing(tmp_path, scripted_lm, monkeypatch):
+    from flarebench.bench import session
+
+    warmed = []
+    real = session.warm_up
+    monkeypatch.setattr(session, "warm_up", lambda *args: warmed.append(args) or real(*args))
+    command = ("run", "--strategy", "no_retrieval", "--strategy", "single_time", "--limit", "2")
+    command += ("--report-dir", str(tmp_path / "r"))
+    code, out, err = run_cli(*command)
+    assert code == 0 and len(warmed) == 1 and "nothing to run" not in err
+    summary = (tmp_path / "r" / "summary.csv").read_text()
+    code, out, err = run_cli(*command)
+    assert code == 0, err
+    assert f"flarebench: {tmp_path / 'r'} holds all 4 traces already: nothing to run" in err
+    assert len(warmed) == 1  # the prompt prefixes were not evaluated again for nothing
+    assert (tmp_path / "r" / "summary.csv").read_text() == summary
+
+
+@pytest.mark.slow
 def test_without_report_dir_the_same_command_resumes_the_run_that_did_not_finish(tmp_path, scripted_lm, monkeypatch):
     monkeypatch.chdir(tmp_path)
     command = ("run", "--strategy", "no_retrieval", "--limit", "3")
