@@ -71,6 +71,15 @@ def _scripted_run_dir(tmp_path_factory):
 
 
 @pytest.fixture
+def pytester(_scripted_run_dir, pytester):
+    """pytest's own, after one run in this process: pytester drops every module imported while it
+    is in use, so a module a run imports lazily (matplotlib's, for the report) would be imported
+    in it, dropped, and imported again beside the classes the rest of the process still holds
+    (``isinstance`` then fails inside matplotlib)."""
+    return pytester
+
+
+@pytest.fixture
 def scripted_run(_scripted_run_dir, tmp_path):
     """This test's copy of a finished run folder (run.json, traces.jsonl, the summary files and
     report.html) of no_retrieval on the first 3 phantomwiki probes, answered by

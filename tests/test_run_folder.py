@@ -359,9 +359,6 @@ pytest_plugins = ["pytester"]
 
 @pytest.mark.slow
 def test_pytest_bench_releases_the_lock_at_the_end_and_on_ctrl_c(pytester, tmp_path, scripted_lm, monkeypatch):
-    # One run in this process first: the modules a run imports lazily are then imported here, not in
-    # the in-process pytest runs, which drop what they import (and numpy's extensions load once only).
-    assert _run(tmp_path / "warm")[0] == 0
     run_dir = tmp_path / "run"
     result = _pytest_bench(pytester, "--strategy", "single_time", "--limit", "2", "--report-dir", str(run_dir))
     assert result.ret == 0, result.stdout.str()
