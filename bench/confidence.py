@@ -12,10 +12,13 @@ strategy's parameters or today's defaults: the records alone decide. Per strateg
 
 * ``gate_auroc``: the probability that a random right answer (EM 1) is judged more confident than a
   random wrong one (EM 0): a higher ``gate_score``, or a lower one for a trigger that fires high,
-  ties counting one half (the Mann-Whitney form of the area under the ROC curve, from average
-  ranks). 1 = low confidence marks exactly the wrong answers, 0.5 = no better than chance, below
-  0.5 = low confidence marks the right ones. Undefined (NaN) when only one class is present: it is
-  not 0.5.
+  ties counting one half (the Mann-Whitney form of the area under the ROC curve). 1 = low
+  confidence marks exactly the wrong answers, 0.5 = no better than chance, below 0.5 = low
+  confidence marks the right ones. A long answer is graded by the share of its required facts it
+  states (its F1, :func:`answer_quality`): of two answers of different shares, the chance that the
+  one stating more is judged more confident (the same area, generalised to graded answers: the
+  concordance index), since a small model's long answers are nearly never complete, which would
+  leave one class. Undefined (NaN) without two answers of different quality: it is not 0.5.
 * ``gate_fire_right`` / ``gate_fire_wrong``: the share of right / of wrong answers on which the
   gate fired at least once.
 """
@@ -62,16 +65,29 @@ def gate_record(trace: Trace) -> GateRecord | None:
     )
 
 
-def auroc(scores: Sequence[float], positive: Sequence[bool]) -> float:
-    """Area under the ROC curve of ``scores`` for ``positive`` labels (higher score = more likely
-    positive), ties counted one half; NaN when either class is empty."""
+def auroc(scores: Sequence[float], quality: Sequence[float]) -> float:
+    """Area under the ROC curve of ``scores`` for telling the better answers of ``quality`` (True /
+    1 right, False / 0 wrong, or a grade such as a share of facts) from the worse: over every pair of
+    answers of different quality, the share in which the better one has the higher score, ties in
+    score counted one half (with two classes, the Mann-Whitney AUROC; with grades, the concordance
+    index). NaN when no two answers differ in quality."""
     s = np.asarray(scores, dtype=float)
-    y = np.asarray(positive, dtype=bool)
-    n_pos, n_neg = int(y.sum()), int((~y).sum())
-    if n_pos == 0 or n_neg == 0:
-        return float("nan")
-    ranks = pd.Series(s).rank(method="average").to_numpy()  # ties share their mean rank
-    return float((ranks[y].sum() - n_pos * (n_pos + 1) / 2) / (n_pos * n_neg))
+    q = np.asarray(quality, dtype=float)
+    wins = pairs = 0.0
+    for i in range(len(s)):  # one row of the pair matrix at a time: memory stays linear in the answers
+        worse = q < q[i]
+        pairs += worse.sum()
+        wins += (s[i] > s[worse]).sum() + 0.5 * (s[i] == s[worse]).sum()
+    return float(wins / pairs) if pairs else float("nan")
+
+
+def answer_quality(rows: pd.DataFrame) -> pd.Series:
+    """What the gate is judged against, per-probe row: ``em`` (right 1, wrong 0), and on a long
+    probe (a row with ``facts_total``) ``f1``, the share of its required facts the answer states."""
+    em = pd.to_numeric(rows["em"], errors="coerce")
+    if "facts_total" not in rows:
+        return em
+    return em.where(rows["facts_total"].isna(), pd.to_numeric(rows["f1"], errors="coerce"))
 
 
 def gate_summary(
@@ -79,27 +95,29 @@ def gate_summary(
     fired: Sequence[bool | None],
     em: Sequence[float],
     high: Sequence[bool] | None = None,
+    quality: Sequence[float] | None = None,
 ) -> dict[str, float]:
     """``gate_auroc``, ``gate_fire_right``, ``gate_fire_wrong`` over the answers that have a gate
     record (a score; others are left out); NaN where undefined. ``high`` marks the scores of
-    triggers that fire high (a higher score is less confident): they enter the AUROC negated."""
+    triggers that fire high (a higher score is less confident): they enter the AUROC negated. The
+    AUROC judges against ``quality`` (:func:`answer_quality`), ``em`` when None; the fire shares
+    against ``em``."""
     nan = float("nan")
     signs = [-1.0 if h else 1.0 for h in high] if high is not None else [1.0] * len(scores)
+    grades = em if quality is None else quality
     kept = [
-        (sign * float(s), bool(f), float(e) > 0)
-        for s, f, e, sign in zip(scores, fired, em, signs)
+        (sign * float(s), bool(f), float(e) > 0, float(g))
+        for s, f, e, sign, g in zip(scores, fired, em, signs, grades)
         if s is not None and not _isnan(s)
     ]
     if not kept:
         return {"gate_auroc": nan, "gate_fire_right": nan, "gate_fire_wrong": nan}
-    score = np.array([s for s, _, _ in kept])
-    fires = np.array([f for _, f, _ in kept])
-    right = np.array([r for _, _, r in kept])
+    score, fires, right, graded = (np.array(column) for column in zip(*kept))
 
     def share(mask: np.ndarray) -> float:
         return float(fires[mask].mean()) if mask.any() else nan
 
-    return {"gate_auroc": auroc(score, right), "gate_fire_right": share(right), "gate_fire_wrong": share(~right)}
+    return {"gate_auroc": auroc(score, graded), "gate_fire_right": share(right), "gate_fire_wrong": share(~right)}
 
 
 def _isnan(x) -> bool:

@@ -13,8 +13,8 @@ trigger registry) that the drafts carry enough for, and for every strategy:
 * per probe, the least confident score over its drafts (the lowest; the highest for a trigger that
   fires high), and its AUROC for telling wrong answers from right ones, as ``gate_auroc`` reads it
   (:func:`flarebench.bench.confidence.auroc`: the chance that a random right answer, em 1, is judged
-  more confident than a random wrong one, em 0); undefined (empty) when the probes are all right
-  or all wrong; probes that raised are left out;
+  more confident than a random wrong one, em 0; a long answer graded by its share of facts);
+  undefined (empty) when the probes are all of one quality; probes that raised are left out;
 * at each threshold of the trigger's ``grid``, ``retrieval_rate``: the share of the drafts that
   would fire (drafts firing / drafts).
 
@@ -31,7 +31,7 @@ from dataclasses import dataclass, field
 
 import pandas as pd
 
-from flarebench.bench.confidence import auroc
+from flarebench.bench.confidence import answer_quality, auroc
 from flarebench.strategies import triggers
 from flarebench.strategies.records import DRAFT, LMCall, Trace
 from flarebench.strategies.steps import Sentence
@@ -144,11 +144,12 @@ def score_triggers(traces: list[Trace], rows: pd.DataFrame) -> TriggerScores:
     out. Strategies come in the order they first appear in ``traces``."""
     wanted = {}
     if not rows.empty:
-        for r in rows[["strategy", "probe_id", "error", "em"]].itertuples(index=False):
+        graded = rows.assign(quality=answer_quality(rows))
+        for r in graded[["strategy", "probe_id", "error", "em", "quality"]].itertuples(index=False):
             failed = isinstance(r.error, str) and r.error != ""
             if not failed:
-                wanted[(r.strategy, r.probe_id)] = float(r.em) > 0
-    by_spec: dict[str, list[tuple[Trace, bool]]] = {}
+                wanted[(r.strategy, r.probe_id)] = (float(r.quality), float(r.em) > 0)
+    by_spec: dict[str, list[tuple[Trace, tuple[float, bool]]]] = {}
     for t in traces:
         if (t.strategy, t.probe_id) in wanted:
             by_spec.setdefault(t.strategy, []).append((t, wanted[(t.strategy, t.probe_id)]))
@@ -179,7 +180,7 @@ def score_triggers(traces: list[Trace], rows: pd.DataFrame) -> TriggerScores:
                 "they are not judged, and a probe without a judged draft is left out"
             )
         drafts = [[judged_draft(c) for c in draft_calls(t)] for t, _ in answered]
-        right = [r for _, r in answered]
+        judged_as = [j for _, j in answered]
         for cls in probability_triggers():
             missing = lacks(cls, judged)
             if missing:
@@ -190,27 +191,30 @@ def score_triggers(traces: list[Trace], rows: pd.DataFrame) -> TriggerScores:
                     f"{spec}: entropy bounded from its drafts' top alternatives (no entropies recorded): "
                     "a lower bound of the entropy"
                 )
-            out.extend(_rows(spec, cls, drafts, right))
+            out.extend(_rows(spec, cls, drafts, judged_as))
     frame = pd.DataFrame(out, columns=list(COLUMNS))
     return TriggerScores(frame, skipped, notes)
 
 
-def _rows(spec: str, cls: type[TokenTrigger], drafts: list[list[Sentence]], right: list[bool]) -> list[dict]:
-    """The rows of one (strategy, trigger): one per threshold of the trigger's grid."""
+def _rows(
+    spec: str, cls: type[TokenTrigger], drafts: list[list[Sentence]], judged: list[tuple[float, bool]]
+) -> list[dict]:
+    """The rows of one (strategy, trigger): one per threshold of the trigger's grid; ``judged`` is
+    each probe's (:func:`~flarebench.bench.confidence.answer_quality`, whether it is right)."""
     trigger = cls()  # its default threshold: the scores do not depend on it
     worst = max if cls.fires_high else min
     scores = [[s for s in (draft_score(trigger, d) for d in probe) if s is not None] for probe in drafts]
-    per_probe = [(worst(s), r) for s, r in zip(scores, right) if s]
+    per_probe = [(worst(s), q, right) for s, (q, right) in zip(scores, judged) if s]
     # Higher = more confident, as gate_auroc reads it: a trigger that fires high enters negated.
     sign = -1.0 if cls.fires_high else 1.0
-    area = auroc([sign * s for s, _ in per_probe], [r for _, r in per_probe]) if per_probe else math.nan
+    area = auroc([sign * s for s, _, _ in per_probe], [q for _, q, _ in per_probe]) if per_probe else math.nan
     n_drafts = sum(len(probe) for probe in drafts)
     flat = [s for probe in scores for s in probe]
     base = {
         "strategy": spec,
         "trigger": cls.name,
         "probes": len(per_probe),
-        "wrong": sum(1 for _, r in per_probe if not r),
+        "wrong": sum(1 for _, _, right in per_probe if not right),
         "drafts": n_drafts,
         "auroc": None if math.isnan(area) else area,
     }
@@ -253,8 +257,8 @@ def format_tables(scores: TriggerScores, fmt: str = "github") -> str:
     if not scores.frame.empty:
         parts.append(
             "triggers post hoc (triggers.csv): AUROC of each probability trigger's least confident draft score "
-            "per probe for telling right answers from wrong ones (empty: all right or all wrong)\n"
-            + table(scores.auroc_table())
+            "per probe for telling right answers from wrong ones (long answers graded by their share of facts; "
+            "empty: all of one quality)\n" + table(scores.auroc_table())
         )
         for name, rates in scores.rate_tables().items():
             side = ">=" if triggers.fires_high(name) else "<="

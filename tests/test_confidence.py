@@ -6,7 +6,7 @@ import math
 
 import pytest
 
-from flarebench.bench.confidence import auroc, gate_record, gate_summary
+from flarebench.bench.confidence import answer_quality, auroc, gate_record, gate_summary
 from flarebench.strategies.records import LMCall, Step, Trace
 
 
@@ -38,6 +38,28 @@ def test_auroc_undefined_with_one_class():
     assert math.isnan(auroc([0.1, 0.9], [True, True]))
     assert math.isnan(auroc([0.1, 0.9], [False, False]))
     assert math.isnan(auroc([], []))
+
+
+def test_graded_answers_count_every_pair_of_different_grades():
+    # shares of facts 1, 2/3, 2/3, 0: pairs of different grades (1 > 2/3 twice, 1 > 0, 2/3 > 0 twice)
+    scores = [0.9, 0.4, 0.6, 0.5]
+    quality = [1.0, 2 / 3, 2 / 3, 0.0]
+    # won: 0.9>0.4, 0.9>0.6, 0.9>0.5, 0.6>0.5; lost 0.4<0.5 -> 4 / 5 (the tie in grade is no pair)
+    assert auroc(scores, quality) == pytest.approx(4 / 5)
+    # with two grades it is the two-class AUROC
+    assert auroc([0.9, 0.4, 0.5, 0.1], [1.0, 1.0, 0.0, 0.0]) == auroc([0.9, 0.4, 0.5, 0.1], [True, True, False, False])
+    assert math.isnan(auroc([0.1, 0.9], [0.5, 0.5]))  # one grade: undefined
+
+
+def test_a_long_answer_is_graded_by_its_share_of_facts_a_short_one_by_em():
+    import pandas as pd
+
+    rows = pd.DataFrame({"em": [1.0, 0.0, 0.0], "f1": [1.0, 0.5, 2 / 3], "facts_total": [None, 2, 3]})
+    assert list(answer_quality(rows)) == [1.0, 0.5, 2 / 3]
+    assert list(answer_quality(rows.drop(columns="facts_total"))) == [1.0, 0.0, 0.0]
+    # No long answer is right: by em alone the gate could not be judged at all.
+    out = gate_summary([0.2, 0.7], [True, False], [0.0, 0.0], quality=[1 / 3, 2 / 3])
+    assert out["gate_auroc"] == 1.0 and math.isnan(out["gate_fire_right"]) and out["gate_fire_wrong"] == 0.5
 
 
 def _step(score=None, fired=None, threshold=0.8, **calls):

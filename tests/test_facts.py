@@ -152,6 +152,23 @@ def test_fact_columns_over_the_long_probes():
     assert row["em"] == pytest.approx(2 / 5) and row["n"] == 5
 
 
+def test_the_gate_of_long_answers_none_complete_is_judged_by_their_share_of_facts():
+    from flarebench.strategies.records import Step
+
+    # No answer is right (em 0): ONE_MISSING and WRONG_ONLY state 2 of 3 facts, the last one 1.
+    # The gate was least sure (0.2) of the answer stating least: it tells the answers apart.
+    outputs = [(ONE_MISSING, 0.6), (WRONG_ONLY, 0.7), ("Rosa Tull does it.", 0.2)]
+    pairs = []
+    for i, (output, score) in enumerate(outputs):
+        trace = long_trace(output, probe_id=f"up{i}", strategy="flare_direct")
+        trace.steps = [
+            Step(output, gate={"trigger": "min_prob", "score": score, "threshold": 0.5, "fired": score <= 0.5})
+        ]
+        pairs.append((trace, Probe(**{**UPGRADE.__dict__, "id": f"up{i}"})))
+    row = _summary(pairs).iloc[0]
+    assert row["em"] == 0.0 and row["gate_auroc"] == 1.0
+
+
 def test_an_errored_long_probe_recalls_nothing_and_is_not_incomplete():
     pairs = [
         (long_trace(ALL), UPGRADE),

@@ -171,6 +171,16 @@ def test_an_undefined_auroc_is_missing_not_a_number():
     assert "nan" not in text.lower()
 
 
+def test_long_answers_are_judged_by_their_share_of_facts():
+    # No long answer states every fact (em 0 for all): by em the AUROC would be undefined. By the
+    # share of facts, a 0.79 (2 of 3), b 0.49 (0 of 3), c 0.69 (1 of 3): the more confident, the
+    # more facts, in every pair.
+    long = rows({"a": 0.0, "b": 0.0, "c": 0.0}).assign(f1=[2 / 3, 0.0, 1 / 3], facts_total=3)
+    scores = score_triggers([trace("flare_direct", "a", sentence(0.79, 0.9)), *TRACES[1:3]], long)
+    r = _row(scores.frame, "flare_direct", "min_prob")
+    assert (r["probes"], r["wrong"], r["auroc"]) == (3, 3, 1.0)
+
+
 def test_adaptive_judges_its_whole_draft_and_drafts_without_logprobs_are_skipped():
     whole = call([" Alpha", " is", " one", ".", " Beta"], [0.9, 0.99, 0.99, 0.99, 0.15])
     traces = [

@@ -9,7 +9,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from flarebench.bench.confidence import gate_record, gate_summary
+from flarebench.bench.confidence import answer_quality, gate_record, gate_summary
 from flarebench.bench.scorers.registry import HIGHER, LOWER, Column, Group, Scoring, scorer
 from flarebench.strategies.records import Trace
 from flarebench.strategies.triggers import fires_high
@@ -30,6 +30,10 @@ def gate_row(trace: Trace, probe: Any, row: Mapping[str, Any]) -> dict[str, Any]
 
 def _has_drafts(rows: pd.DataFrame) -> bool:
     return "gate_score" in rows and pd.to_numeric(rows["gate_score"], errors="coerce").notna().any()
+
+
+def _long(rows: pd.DataFrame) -> bool:
+    return "facts_total" in rows and rows["facts_total"].notna().any()
 
 
 def _trigger(rows: pd.DataFrame) -> str | None:
@@ -54,6 +58,7 @@ def gate_notes(summary: pd.DataFrame, scoring: Scoring) -> list[str]:
         if pd.isna(row["gate_auroc"]):
             notes.append(
                 f"gate_auroc of {row['strategy']}: undefined: its answers with drafts are all right or all wrong"
+                + (" (long answers: all state the same share of facts)" if _long(rows) else "")
             )
         elif row["gate_auroc"] < 0.6:
             notes.append(
@@ -76,8 +81,11 @@ def gate_notes(summary: pd.DataFrame, scoring: Scoring) -> list[str]:
         "the lowest token probability of its drafted sentences, as recorded in each step) for telling right answers "
         "(em 1) from wrong ones (em 0): the chance that a random right answer is judged more confident than a random "
         "wrong one (a higher score; a lower one for triggers that fire high, entropy and self_check), ties 1/2. "
-        "1 = informative, 0.5 = chance, below 0.5 = inverted; empty for strategies without a gate and when all such "
-        "answers are right or all wrong (undefined, not 0.5).",
+        "1 = informative, 0.5 = chance, below 0.5 = inverted. A long answer is graded by its share of required "
+        "facts (its f1): over pairs of answers of different shares, the chance that the one stating more is judged "
+        "more confident (the concordance index; with em alone a small model's long answers, nearly never complete, "
+        "would leave one class). Empty for strategies without a gate and when no two such answers differ (all right "
+        "or all wrong; undefined, not 0.5).",
         better=HIGHER,
     ),
     Column(
@@ -95,7 +103,7 @@ def gate_notes(summary: pd.DataFrame, scoring: Scoring) -> list[str]:
     ),
     order=110,
     per_probe=gate_row,
-    needs=("em",),
+    needs=("em", "f1"),
     findings=gate_notes,
 )
 def confidence_gate(g: Group) -> dict[str, float]:
@@ -110,4 +118,5 @@ def confidence_gate(g: Group) -> dict[str, float]:
     fired = rows["gate_fired"] if "gate_fired" in rows else pd.Series(None, index=rows.index)
     # Triggers that fire high (entropy, self_check): a higher score is less confident.
     high = rows["gate_trigger"].map(fires_high) if "gate_trigger" in rows else pd.Series(False, index=rows.index)
-    return gate_summary(list(score[usable]), list(fired[usable]), list(g.scores("em")[usable]), list(high[usable]))
+    columns = (score, fired, g.scores("em"), high, answer_quality(g.rows))
+    return gate_summary(*(list(column[usable]) for column in columns))
