@@ -15,10 +15,11 @@ strategy's parameters or today's defaults: the records alone decide. Per strateg
   ties counting one half (the Mann-Whitney form of the area under the ROC curve). 1 = low
   confidence marks exactly the wrong answers, 0.5 = no better than chance, below 0.5 = low
   confidence marks the right ones. A long answer is graded by the share of its required facts it
-  states (its F1, :func:`answer_quality`): of two answers of different shares, the chance that the
-  one stating more is judged more confident (the same area, generalised to graded answers: the
-  concordance index), since a small model's long answers are nearly never complete, which would
-  leave one class. Undefined (NaN) without two answers of different quality: it is not 0.5.
+  states (its F1, :func:`flarebench.bench.scorers.facts.answer_quality`): of two answers of
+  different shares, the chance that the one stating more is judged more confident (the same area
+  generalised to graded answers: the concordance index), since a small model's long answers are
+  nearly never complete, which would leave one class. Undefined (NaN) without two answers of
+  different quality: it is not 0.5.
 * ``gate_fire_right`` / ``gate_fire_wrong``: the share of right / of wrong answers on which the
   gate fired at least once.
 """
@@ -30,7 +31,6 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 import numpy as np
-import pandas as pd
 
 from flarebench.strategies.records import Trace
 from flarebench.strategies.triggers import fires_high
@@ -81,15 +81,6 @@ def auroc(scores: Sequence[float], quality: Sequence[float]) -> float:
     return float(wins / pairs) if pairs else float("nan")
 
 
-def answer_quality(rows: pd.DataFrame) -> pd.Series:
-    """What the gate is judged against, per-probe row: ``em`` (right 1, wrong 0), and on a long
-    probe (a row with ``facts_total``) ``f1``, the share of its required facts the answer states."""
-    em = pd.to_numeric(rows["em"], errors="coerce")
-    if "facts_total" not in rows:
-        return em
-    return em.where(rows["facts_total"].isna(), pd.to_numeric(rows["f1"], errors="coerce"))
-
-
 def gate_summary(
     scores: Sequence[float | None],
     fired: Sequence[bool | None],
@@ -100,8 +91,8 @@ def gate_summary(
     """``gate_auroc``, ``gate_fire_right``, ``gate_fire_wrong`` over the answers that have a gate
     record (a score; others are left out); NaN where undefined. ``high`` marks the scores of
     triggers that fire high (a higher score is less confident): they enter the AUROC negated. The
-    AUROC judges against ``quality`` (:func:`answer_quality`), ``em`` when None; the fire shares
-    against ``em``."""
+    AUROC judges against ``quality`` (:func:`flarebench.bench.scorers.facts.answer_quality`),
+    ``em`` when None; the fire shares against ``em``."""
     nan = float("nan")
     signs = [-1.0 if h else 1.0 for h in high] if high is not None else [1.0] * len(scores)
     grades = em if quality is None else quality

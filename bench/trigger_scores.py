@@ -31,7 +31,8 @@ from dataclasses import dataclass, field
 
 import pandas as pd
 
-from flarebench.bench.confidence import answer_quality, auroc
+from flarebench.bench.confidence import auroc
+from flarebench.bench.scorers.facts import answer_quality
 from flarebench.strategies import triggers
 from flarebench.strategies.records import DRAFT, LMCall, Trace
 from flarebench.strategies.steps import Sentence
@@ -200,7 +201,7 @@ def _rows(
     spec: str, cls: type[TokenTrigger], drafts: list[list[Sentence]], judged: list[tuple[float, bool]]
 ) -> list[dict]:
     """The rows of one (strategy, trigger): one per threshold of the trigger's grid; ``judged`` is
-    each probe's (:func:`~flarebench.bench.confidence.answer_quality`, whether it is right)."""
+    each probe's (:func:`~flarebench.bench.scorers.facts.answer_quality`, whether it is right)."""
     trigger = cls()  # its default threshold: the scores do not depend on it
     worst = max if cls.fires_high else min
     scores = [[s for s in (draft_score(trigger, d) for d in probe) if s is not None] for probe in drafts]

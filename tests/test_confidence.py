@@ -6,7 +6,8 @@ import math
 
 import pytest
 
-from flarebench.bench.confidence import answer_quality, auroc, gate_record, gate_summary
+from flarebench.bench.confidence import auroc, gate_record, gate_summary
+from flarebench.bench.scorers.facts import answer_quality
 from flarebench.strategies.records import LMCall, Step, Trace
 
 

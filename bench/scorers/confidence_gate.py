@@ -9,7 +9,8 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from flarebench.bench.confidence import answer_quality, gate_record, gate_summary
+from flarebench.bench.confidence import gate_record, gate_summary
+from flarebench.bench.scorers.facts import answer_quality, long_rows
 from flarebench.bench.scorers.registry import HIGHER, LOWER, Column, Group, Scoring, scorer
 from flarebench.strategies.records import Trace
 from flarebench.strategies.triggers import fires_high
@@ -30,10 +31,6 @@ def gate_row(trace: Trace, probe: Any, row: Mapping[str, Any]) -> dict[str, Any]
 
 def _has_drafts(rows: pd.DataFrame) -> bool:
     return "gate_score" in rows and pd.to_numeric(rows["gate_score"], errors="coerce").notna().any()
-
-
-def _long(rows: pd.DataFrame) -> bool:
-    return "facts_total" in rows and rows["facts_total"].notna().any()
 
 
 def _trigger(rows: pd.DataFrame) -> str | None:
@@ -58,7 +55,7 @@ def gate_notes(summary: pd.DataFrame, scoring: Scoring) -> list[str]:
         if pd.isna(row["gate_auroc"]):
             notes.append(
                 f"gate_auroc of {row['strategy']}: undefined: its answers with drafts are all right or all wrong"
-                + (" (long answers: all state the same share of facts)" if _long(rows) else "")
+                + (" (long answers: all state the same share of facts)" if long_rows(rows).any() else "")
             )
         elif row["gate_auroc"] < 0.6:
             notes.append(

@@ -39,17 +39,24 @@ def facts_row(trace: Trace, probe: Any, row: Mapping[str, Any]) -> dict[str, Any
     }
 
 
-def _long(rows: pd.DataFrame) -> pd.Series:
-    """True on the rows of long probes."""
+def long_rows(rows: pd.DataFrame) -> pd.Series:
+    """True on the per-probe rows of long probes."""
     if "facts_total" not in rows:
         return pd.Series(False, index=rows.index)
     return rows["facts_total"].notna()
 
 
+def answer_quality(rows: pd.DataFrame) -> pd.Series:
+    """How good each per-probe row's answer is, for the confidence gate's AUROC: ``em`` (right 1,
+    wrong 0), and on a long probe ``f1``, the share of its required facts the answer states."""
+    em, long = pd.to_numeric(rows["em"], errors="coerce"), long_rows(rows)
+    return em.where(~long, pd.to_numeric(rows["f1"], errors="coerce")) if long.any() else em
+
+
 def fact_flags(g: Group) -> tuple[pd.Series, pd.Series]:
     """On the rows of the long probes only: whether each output misses a required fact, and whether
     it states a wrong value of one (both False for a probe that raised)."""
-    long = _long(g.rows)
+    long = long_rows(g.rows)
     rows, failed = g.rows[long], g.failed[long]
     missing = (rows["facts_missing"].fillna("") != "") & ~failed
     wrong = (rows["facts_wrong"].fillna("") != "") & ~failed
@@ -59,7 +66,7 @@ def fact_flags(g: Group) -> tuple[pd.Series, pd.Series]:
 def _note(summary: pd.DataFrame, scoring: Scoring) -> list[str]:
     """One line when the run has long probes: which definition of incomplete_rate its rows use."""
     for rows in scoring.groups.values():
-        long = int(_long(rows).sum())
+        long = int(long_rows(rows).sum())
         if long:
             return [
                 f"incomplete_rate: {long} of {len(rows)} probes are long answers, counted incomplete when they "
@@ -113,7 +120,7 @@ def _note(summary: pd.DataFrame, scoring: Scoring) -> list[str]:
 )
 def facts(g: Group) -> dict[str, float]:
     """Over the long probes only; every column NaN (and so left out) when there are none."""
-    long = _long(g.rows)
+    long = long_rows(g.rows)
     if not long.any():
         return {}
     rows, failed = g.rows[long], g.failed[long]
