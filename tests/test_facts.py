@@ -167,6 +167,11 @@ def test_the_gate_of_long_answers_none_complete_is_judged_by_their_share_of_fact
         pairs.append((trace, Probe(**{**UPGRADE.__dict__, "id": f"up{i}"})))
     row = _summary(pairs).iloc[0]
     assert row["em"] == 0.0 and row["gate_auroc"] == 1.0
+    alike = _summary(pairs[:2])  # both state 2 of 3: nothing to tell apart
+    assert (
+        "gate_auroc of flare_direct: undefined: its answers with drafts all state the same share of facts"
+        in (alike.attrs["notes"])
+    )
 
 
 def test_an_errored_long_probe_recalls_nothing_and_is_not_incomplete():

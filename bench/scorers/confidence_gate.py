@@ -53,10 +53,8 @@ def gate_notes(summary: pd.DataFrame, scoring: Scoring) -> list[str]:
             else ("low draft confidence", f"this {trigger} threshold")
         )
         if pd.isna(row["gate_auroc"]):
-            notes.append(
-                f"gate_auroc of {row['strategy']}: undefined: its answers with drafts are all right or all wrong"
-                + (" (long answers: all state the same share of facts)" if long_rows(rows).any() else "")
-            )
+            alike = "all state the same share of facts" if long_rows(rows).any() else "are all right or all wrong"
+            notes.append(f"gate_auroc of {row['strategy']}: undefined: its answers with drafts {alike}")
         elif row["gate_auroc"] < 0.6:
             notes.append(
                 f"gate of {row['strategy']}: AUROC {row['gate_auroc']:.2f}: {low} barely "
