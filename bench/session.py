@@ -526,8 +526,7 @@ class BenchSession:
         (:func:`flarebench.bench.runner.warm_up`); run.json records what it did. A Ray run's workers
         warm their own backends instead (the driver's serve no probe). A folder that already holds
         every probe of every spec is said to be finished, and nothing is warmed."""
-        finished = self.log.done()
-        if not any((spec, p.id) not in finished for spec in self.specs for p in self.selected):
+        if not self._unfinished():
             total = len(self.specs) * len(self.selected)
             print(f"flarebench: {self.run_dir} holds all {total} traces already: nothing to run", file=sys.stderr)
             return
@@ -535,12 +534,16 @@ class BenchSession:
             self.warmed = warm_up(self.strategies, self.lm_backend, self.retriever_backend)
             self._write_run_json(self.run_dir, status="running")
 
+    def _unfinished(self) -> list[tuple[str, Any]]:
+        """The (spec, probe) pairs of the selection that traces.jsonl does not hold yet."""
+        finished = self.log.done()
+        return [(spec, p) for spec in self.specs for p in self.selected if (spec, p.id) not in finished]
+
     def _run_on_ray(self) -> None:
         """Run every spec's unfinished selected probes on Ray workers at once, with one progress
         bar; :meth:`run` then finds them finished in traces.jsonl."""
         self._on_ray = True
-        finished = self.log.done()
-        pairs = [(spec, p) for spec in self.specs for p in self.selected if (spec, p.id) not in finished]
+        pairs = self._unfinished()
         if not pairs:  # a finished run, resumed: no cluster to start
             return
         totals = Counter({spec: len(self.selected) for spec in self.specs})
