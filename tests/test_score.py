@@ -181,3 +181,16 @@ def test_score_with_other_prices_records_them_so_report_and_score_keep_them(scri
     pd.testing.assert_series_equal(pd.read_csv(scripted_run / "summary.csv")["cost_per_q"], priced)
     code, out, err = run_cli("score", str(scripted_run))
     assert code == 0 and "still shows the earlier scoring" not in out  # nothing changed this time
+
+
+def test_commands_that_score_freeze_what_they_imported_and_others_do_not(scripted_run, tmp_path, monkeypatch):
+    """score (as run, compare, sweep, calibrate and report) imports the scoring and report modules
+    and freezes the garbage collector's objects so far (bench/cli.py, _freeze_imports); init does not."""
+    import gc
+
+    frozen = []
+    monkeypatch.setattr(gc, "freeze", lambda: frozen.append(True))
+    assert run_cli("init", str(tmp_path / "repo"))[0] == 0
+    assert frozen == []
+    assert run_cli("score", str(scripted_run))[0] == 0
+    assert frozen == [True]
