@@ -227,11 +227,11 @@ def warm_up(strategies: dict[str, Strategy], lm: LM, retriever: Retriever) -> di
     Nothing a probe produces is made or reused here. Returns what it did (run.json's ``warm_up``):
     the prefixes (the static ones and those of the strategies' own :meth:`Strategy.warm_up`), the
     prompt tokens they evaluated, and the seconds it took."""
-    from flarebench.strategies.lm import LMError, Prompt
+    from flarebench.strategies.lm import WARM_UP, LMError, Prompt
 
     start = time.perf_counter()
     statics = dict.fromkeys(p for s in strategies.values() for p in s.static_prompts())
-    warmers = [lambda static=static: lm.generate(Prompt(static, " "), 1, purpose="warm_up") for static in statics]
+    warmers = [lambda static=static: lm.generate(Prompt(static, " "), 1, purpose=WARM_UP) for static in statics]
     warmers += [lambda strategy=strategy: strategy.warm_up(lm) for strategy in strategies.values()]
     prefixes = evaluated = 0
     for warm in warmers:

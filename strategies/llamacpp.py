@@ -12,13 +12,19 @@ Two things make it fast and reproducible:
   from a snapshot of it) before every call, so each call evaluates only its own tokens, always in
   the same batches from the same state: same configuration, same answers. The prompt is tokenized
   whole, as a server tokenizes it, and only the tokens it shares with the static prefix's own
-  tokenization come from the prefix's state, so both paths see the same tokens.
+  tokenization come from the prefix's state, so both paths see the same tokens. The warm-up saves
+  that state to a file named by everything that determines it (model file, settings, the CPU
+  features llama.cpp uses, the tokens); a later run's warm-up restores it instead of evaluating
+  the prefix again. A probe's own calls never read those files.
 """
 
 from __future__ import annotations
 
 import ctypes
 import hashlib
+import json
+import os
+import tempfile
 import time
 from pathlib import Path
 
@@ -26,8 +32,9 @@ import llama_cpp
 import numpy as np
 
 from flarebench.strategies.chat_template import ChatTemplate
-from flarebench.strategies.lm import LM, ChatRequest, GenerationRequest, LMError, token_texts
+from flarebench.strategies.lm import LM, WARM_UP, ChatRequest, GenerationRequest, LMError, token_texts
 from flarebench.strategies.records import LMCall
+from flarebench.strategies.retriever import cache_root
 from flarebench.strategies.sentences import split_sentences
 from flarebench.strategies.tool_markup import CALL_CLOSE, parse_tool_calls
 
@@ -37,6 +44,11 @@ from flarebench.strategies.tool_markup import CALL_CLOSE, parse_tool_calls
 N_THREADS = 2
 N_BATCH = 512
 N_CTX = 4096
+#: Where the warm-up saves each static prefix's evaluated state, for the next run's warm-up on this
+#: machine to restore (``<flarebench cache>/prefix-states``; about 11 MB for a 465-token prefix).
+PREFIX_STATES = "prefix-states"
+#: How many saved prefix states the folder keeps, the most recently used (a few hundred MB at most).
+MAX_STATES = 32
 
 
 def sha256_file(path: Path) -> str:
@@ -90,17 +102,26 @@ class LlamaCppLM(LM):
     def _tokenize(self, text: str, bos: bool, special: bool = False) -> list[int]:
         return self._llm.tokenize(text.encode("utf-8"), add_bos=bos, special=special)
 
-    def _prefix(self, key: tuple[str, bool]) -> tuple[list[int], int]:
+    def _prefix(self, key: tuple[str, bool], saved: bool = False) -> tuple[list[int], int]:
         """The static prefix's own tokens, evaluated once per run (its state kept as a snapshot);
         returns them and how many tokens had to be evaluated now (0 once it exists). ``key`` is the
         prefix and whether it is a chat prompt (special tokens read as such, no BOS added: the
-        chat template writes its own)."""
+        chat template writes its own). ``saved`` (warm-up calls only): the state is restored from
+        the file an earlier run saved, or evaluated and saved there."""
         static, special = key
         ids = self._prefix_ids.get(key)
         if ids is None:
             ids = self._prefix_ids[key] = self._tokenize(static, bos=not special, special=special)
         if key in self._snapshots:
             return ids, 0
+        path = self._state_file(ids, special) if saved else None
+        if path is not None and (state := _read_state(path)) is not None:
+            self._snapshots[key] = state
+            try:
+                self._restore(key)
+                return ids, 0
+            except LMError:  # a state this build cannot read: evaluate the prefix instead
+                del self._snapshots[key]
         self._llm.reset()
         self._kv, self._last = [], []
         self._eval(ids, at=0)
@@ -109,7 +130,16 @@ class LlamaCppLM(LM):
         n = llama_cpp.llama_state_get_data(self._ctx, buf, size)
         self._snapshots[key] = bytes(buf[:n])
         self._pristine = len(ids)
+        if path is not None:
+            _write_state(path, self._snapshots[key])
         return ids, len(ids)
+
+    def _state_file(self, ids: list[int], special: bool) -> Path:
+        """The file of a prefix's saved state, named by all that determines the state: the model
+        file and the backend's settings, the CPU features llama.cpp computes with, the tokens."""
+        identity = {k: v for k, v in self.describe().items() if k != "name"}  # the spec naming the file
+        key = json.dumps([identity, llama_cpp.llama_print_system_info().decode(), special, ids])
+        return cache_root() / PREFIX_STATES / f"{hashlib.sha256(key.encode()).hexdigest()}.state"
 
     def _restore(self, key: tuple[str, bool]) -> None:
         """Put the cache back at the end of the static prefix's own evaluation, from its snapshot."""
@@ -121,7 +151,7 @@ class LlamaCppLM(LM):
         self._llm.n_tokens = len(ids)
         self._kv, self._pristine, self._last = list(ids), len(ids), []
 
-    def _start(self, key: tuple[str, bool], full: list[int]) -> tuple[int, int]:
+    def _start(self, key: tuple[str, bool], full: list[int], saved: bool = False) -> tuple[int, int]:
         """Make the cache hold the first tokens of ``full`` that can be reused; returns how many it
         holds and how many tokens building the static prefix evaluated.
 
@@ -132,7 +162,7 @@ class LlamaCppLM(LM):
         answer): a prompt of another probe never does, so every probe's calls evaluate the same
         tokens from the same state wherever the run starts.
         """
-        prefix, evaluated = self._prefix(key)
+        prefix, evaluated = self._prefix(key, saved)
         shared = _common(prefix, full)
         # Of the prefix evaluated now, count only the tokens this prompt holds (not the junction
         # token or two that its own tokenization merges differently).
@@ -203,7 +233,7 @@ class LlamaCppLM(LM):
         full = self._tokenize(request.prompt.text, bos=not special, special=special)
         if len(full) <= 1 or not request.prompt.dynamic:
             raise LMError("the prompt's dynamic part is empty: there is nothing to continue from")
-        keep, evaluated = self._start((request.prompt.static, special), full)
+        keep, evaluated = self._start((request.prompt.static, special), full, saved=request.purpose == WARM_UP)
         self._eval(full[keep:], at=keep)
         evaluated += len(full) - keep
         prefill = time.perf_counter() - start  # the first token's logits are ready
@@ -317,6 +347,35 @@ class LlamaCppLM(LM):
 
     def close(self) -> None:
         self._llm.close()
+
+
+def _read_state(path: Path) -> bytes | None:
+    """A saved prefix state, or None when there is none or its checksum (its last 32 bytes, the
+    SHA-256 of the rest) does not match: a file cut short or damaged is evaluated again."""
+    try:
+        data = path.read_bytes()
+        os.utime(path)  # used now: the last to be dropped
+    except OSError:
+        return None
+    state, digest = data[:-32], data[-32:]
+    return state if state and hashlib.sha256(state).digest() == digest else None
+
+
+def _write_state(path: Path, state: bytes) -> None:
+    """Save a prefix state with its checksum, whole or not at all (a temporary file renamed: Ray
+    workers warming the same prefix at once each write their own), and drop all but the
+    MAX_STATES most recently used. A cache that cannot be written only costs the next run its
+    evaluation."""
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        with tempfile.NamedTemporaryFile(dir=path.parent, suffix=".tmp", delete=False) as f:
+            f.write(state + hashlib.sha256(state).digest())
+        os.replace(f.name, path)
+        by_use = sorted(path.parent.glob("*.state"), key=lambda p: p.stat().st_mtime)
+        for old in by_use[:-MAX_STATES]:
+            old.unlink(missing_ok=True)
+    except OSError:  # another process dropped a file first
+        pass
 
 
 def _common(a: list[int], b: list[int]) -> int:

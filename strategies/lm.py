@@ -26,6 +26,12 @@ class Prompt:
         return self.static + self.dynamic
 
 
+#: The purpose of the calls made before any probe is timed (flarebench.bench.runner.warm_up). Only
+#: these may take a static prompt prefix's state from a file an earlier run on the machine saved: a
+#: probe's own calls evaluate, and count, the same tokens whatever ran before.
+WARM_UP = "warm_up"
+
+
 @dataclass
 class GenerationRequest:
     """What a strategy asks of the LM for one call."""

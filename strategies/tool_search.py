@@ -17,7 +17,7 @@ from dataclasses import dataclass
 
 from flarebench.strategies.base import Strategy, finish, retrieve
 from flarebench.strategies.capabilities import TOOLS
-from flarebench.strategies.lm import LM
+from flarebench.strategies.lm import LM, WARM_UP
 from flarebench.strategies.prompts import ANSWER_MARK, format_docs
 from flarebench.strategies.records import TOOL_CALL, LMCall, Passage, Step, ToolCall, Trace
 from flarebench.strategies.registry import register
@@ -98,7 +98,7 @@ class ToolSearch(Strategy):
 
     def warm_up(self, lm: LM) -> LMCall:
         """One token after the system message with the tool: its rendering is the first turn's prefix."""
-        return lm.chat(self._system(), [SEARCH_TOOL] if self.max_searches else [], 1, purpose="warm_up")
+        return lm.chat(self._system(), [SEARCH_TOOL] if self.max_searches else [], 1, purpose=WARM_UP)
 
     def _system(self) -> list[dict]:
         return [{"role": "system", "content": SYSTEM[self.answer_form]}]

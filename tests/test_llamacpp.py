@@ -5,8 +5,8 @@ import numpy as np
 import pytest
 
 from flarebench.strategies.backends import make_lm, smollm2_path
-from flarebench.strategies.llamacpp import _common
-from flarebench.strategies.lm import LMError, Prompt
+from flarebench.strategies.llamacpp import PREFIX_STATES, _common
+from flarebench.strategies.lm import WARM_UP, LMError, Prompt
 from flarebench.strategies.prompts import PromptTemplate
 
 pytestmark = pytest.mark.model
@@ -74,6 +74,35 @@ def test_static_prefix_is_evaluated_once(lm):
     assert static_tokens - 2 <= shared <= static_tokens
     assert second.evaluated_tokens == second.prompt_tokens - shared
     assert first.prompt_tokens > static_tokens and second.evaluated_tokens < 30
+
+
+def test_a_warm_up_restores_the_prefix_state_an_earlier_one_saved_and_answers_the_same(tmp_path, monkeypatch):
+    """The warm-up saves each static prefix's evaluated state; the next process's warm-up restores
+    it (evaluating only its own token) and the calls after it are the same to the last logprob. A
+    damaged file is evaluated again, and a probe's own call never reads one."""
+    monkeypatch.setenv("FLAREBENCH_CACHE", str(tmp_path))
+    prompt = PromptTemplate(open_book=False).build("Who is the mother of Ann Lee?")
+
+    def fresh_run(purpose=WARM_UP):
+        lm = make_lm("llamacpp:smollm2")
+        try:
+            warm = lm.generate(Prompt(prompt.static, " "), 1, purpose=purpose)
+            return warm, lm.generate(prompt, 12, logprobs=True)
+        finally:
+            lm.close()
+
+    evaluated, first = fresh_run()
+    assert evaluated.evaluated_tokens > 100
+    (state,) = (tmp_path / PREFIX_STATES).iterdir()
+    restored, again = fresh_run()
+    assert restored.evaluated_tokens < 5  # the warm-up's own " " (and the junction token)
+    assert (again.text, again.tokens, again.logprobs, again.evaluated_tokens) == (
+        first.text, first.tokens, first.logprobs, first.evaluated_tokens
+    )  # fmt: skip
+    state.write_bytes(state.read_bytes()[:-1000])  # cut short: its checksum no longer matches
+    damaged, third = fresh_run()
+    assert damaged.evaluated_tokens == evaluated.evaluated_tokens and third.logprobs == first.logprobs
+    assert fresh_run(purpose="generate")[0].evaluated_tokens == evaluated.evaluated_tokens
 
 
 def test_a_chat_prompt_reads_its_special_tokens_and_keeps_its_own_prefix(lm):
