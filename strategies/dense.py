@@ -12,15 +12,14 @@ from __future__ import annotations
 
 import hashlib
 import json
-import os
 import shutil
 import sys
-import tempfile
 from pathlib import Path
 
 import numpy as np
 from tqdm import tqdm
 
+from flarebench.strategies.atomic import atomic_file
 from flarebench.strategies.embeddings import OpenAIEmbedder
 from flarebench.strategies.records import Passage
 from flarebench.strategies.retriever import CorpusDoc, Retriever, as_passages, cache_root
@@ -160,8 +159,6 @@ class DenseRetriever(Retriever):
 
 
 def _save(path: Path, array: np.ndarray) -> None:
-    """Write ``array`` to ``path`` through a temporary file and a rename: never half a file."""
-    fd, tmp = tempfile.mkstemp(dir=path.parent, suffix=".tmp")
-    with os.fdopen(fd, "wb") as f:
+    """Write ``array`` to ``path``, never half a file."""
+    with atomic_file(path) as f:
         np.save(f, array)
-    os.replace(tmp, path)

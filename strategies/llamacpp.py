@@ -24,13 +24,13 @@ import ctypes
 import hashlib
 import json
 import os
-import tempfile
 import time
 from pathlib import Path
 
 import llama_cpp
 import numpy as np
 
+from flarebench.strategies.atomic import atomic_file
 from flarebench.strategies.chat_template import ChatTemplate
 from flarebench.strategies.lm import LM, WARM_UP, ChatRequest, GenerationRequest, LMError, token_texts
 from flarebench.strategies.records import LMCall
@@ -368,9 +368,8 @@ def _write_state(path: Path, state: bytes) -> None:
     evaluation."""
     try:
         path.parent.mkdir(parents=True, exist_ok=True)
-        with tempfile.NamedTemporaryFile(dir=path.parent, suffix=".tmp", delete=False) as f:
+        with atomic_file(path) as f:
             f.write(state + hashlib.sha256(state).digest())
-        os.replace(f.name, path)
         by_use = sorted(path.parent.glob("*.state"), key=lambda p: p.stat().st_mtime)
         for old in by_use[:-MAX_STATES]:
             old.unlink(missing_ok=True)
