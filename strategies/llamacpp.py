@@ -153,7 +153,8 @@ class LlamaCppLM(LM):
 
     def _start(self, key: tuple[str, bool], full: list[int], saved: bool = False) -> tuple[int, int]:
         """Make the cache hold the first tokens of ``full`` that can be reused; returns how many it
-        holds and how many tokens building the static prefix evaluated.
+        holds and how many tokens building the static prefix evaluated (``saved``: a warm-up call,
+        whose prefix state may come from, and goes to, its file; see :meth:`_prefix`).
 
         The whole prompt is tokenized as one text (as a server does), so the junction between the
         static and the dynamic part may tokenize differently from the static part alone: only the
