@@ -814,13 +814,13 @@ def _freeze_imports() -> None:
 
 def main(argv: list[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
-    if args.func in (_run, _compare, _sweep, _calibrate, _score, _report):
-        _freeze_imports()
     try:
         with sigterm_interrupts():  # a cancelled CI job stops the run as Ctrl-C does
             if args.func in (_run, _compare, _sweep, _calibrate):
                 _with_settings(args)
             _load_plugins(args.plugin, getattr(args, "option_sources", None))
+            if args.func in (_run, _compare, _sweep, _calibrate, _score, _report):
+                _freeze_imports()  # after the settings and plugins: a mistake there fails before the imports
             code = args.func(args)
             sys.stdout.flush()  # inside the try: a reader gone away (`| head`) surfaces here, not at exit
         return code
