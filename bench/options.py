@@ -150,7 +150,7 @@ RUN_OPTIONS: tuple[Option, ...] = (
     Option(
         "--threads-per-worker",
         "with --executor ray: CPU threads of each worker's in-process model, and the CPUs it reserves "
-        "(default: the model's fixed 2 threads, 1 CPU reserved)",
+        "(default: the model's 2 threads, or $FLAREBENCH_LM_THREADS, with 1 CPU reserved)",
         type=int,
         metavar="N",
     ),

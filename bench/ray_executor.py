@@ -44,8 +44,9 @@ MAX_TASK_RETRIES = 3
 #: Probes queued on each worker: the next one is there as soon as one finishes.
 IN_FLIGHT = 2
 #: Variables the workers need from the driver's environment when set there (an endpoint's default
-#: URL and key, the BM25 index cache), besides the key variables the options name.
-PASSED_ENV = ("OPENAI_BASE_URL", "OPENAI_API_KEY", "FLAREBENCH_CACHE", "HF_HUB_OFFLINE")
+#: URL and key, the BM25 index cache, the in-process model's threads that run.json records), besides
+#: the key variables the options name.
+PASSED_ENV = ("OPENAI_BASE_URL", "OPENAI_API_KEY", "FLAREBENCH_CACHE", "FLAREBENCH_LM_THREADS", "HF_HUB_OFFLINE")
 
 
 _COLOUR = re.compile(r"\x1b\[[0-9;]*m")  # the terminal colours of Ray's messages
@@ -59,7 +60,7 @@ class RayRunError(LMUnavailable):
 @dataclass(frozen=True)
 class RaySettings:
     """``--ray-address`` (None: start a local Ray instance), ``--workers``, ``--threads-per-worker``
-    (None: the in-process model's fixed default; each worker reserves that many CPUs, else one)."""
+    (None: the in-process model's default threads; each worker reserves that many CPUs, else one)."""
 
     address: str | None = None
     workers: int = 2
@@ -68,7 +69,7 @@ class RaySettings:
     @property
     def cpus_per_worker(self) -> int:
         """The CPUs Ray reserves for each worker: its model's threads, else one (a client of a served
-        model, or the in-process model at its fixed default)."""
+        model, or the in-process model at its default threads)."""
         return self.threads_per_worker or 1
 
     def record(self) -> dict:

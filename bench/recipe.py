@@ -34,7 +34,7 @@ class Backends:
 class BackendRecipe:
     """The options that build the backends (their meaning is in :mod:`flarebench.bench.options`),
     the corpus the retriever indexes, and ``lm_threads``: the in-process model's threads (None:
-    its fixed default). Keys are named by their environment variable, never held."""
+    its default threads). Keys are named by their environment variable, never held."""
 
     lm: str
     retriever: str

@@ -145,7 +145,7 @@ def make_lm(
     OpenAI-compatible endpoint: ``base_url`` (else ``$OPENAI_BASE_URL``), the key in the environment
     variable named ``api_key_env`` (else ``$OPENAI_API_KEY``), per-request ``timeout`` seconds and
     ``max_retries`` (else the defaults of flarebench.strategies.openai_lm). ``threads``: the
-    in-process model's CPU threads (else flarebench.strategies.llamacpp's fixed default); it
+    in-process model's CPU threads (else flarebench.strategies.llamacpp's default_threads()); it
     applies to ``llamacpp:*`` only and is ignored by the others."""
     cls = lm_class(spec)
     kind, _, arg = spec.partition(":")
@@ -181,7 +181,7 @@ def make_lm(
         lm.name = spec
         return lm
     path = MODELS[arg]() if arg in MODELS else Path(arg)
-    return cls(path, name=spec) if threads is None else cls(path, name=spec, n_threads=threads)
+    return cls(path, name=spec, n_threads=threads)
 
 
 def only_for(flags: list[str], where: str) -> str:

@@ -40,8 +40,14 @@ from flarebench.strategies.tool_markup import CALL_CLOSE, parse_tool_calls
 
 # Fixed so that logits (and so answers) do not depend on how a prompt happens to be split into
 # batches, and latency not on the machine's core count. The thread count itself changes no answer
-# (1 and 2 threads gave identical logprobs on SmolLM2), so Ray workers may use fewer.
+# (1 and 2 threads give identical logprobs on SmolLM2; tests/test_llamacpp.py), so Ray workers, and
+# processes that share the cores, may use fewer.
 N_THREADS = 2
+#: The environment variable that sets the in-process model's threads instead of N_THREADS, for every
+#: run started in that environment: with 1, two flarebench processes share two cores (as the test
+#: suite's two workers do) without llama.cpp's spinning threads slowing each other. Recorded as
+#: ``config.lm.n_threads``, so a gate refuses a baseline made with another count (latency differs).
+THREADS_ENV = "FLAREBENCH_LM_THREADS"
 N_BATCH = 512
 N_CTX = 4096
 #: Where the warm-up saves each static prefix's evaluated state, for the next run's warm-up on this
@@ -49,6 +55,16 @@ N_CTX = 4096
 PREFIX_STATES = "prefix-states"
 #: How many saved prefix states the folder keeps, the most recently used (a few hundred MB at most).
 MAX_STATES = 32
+
+
+def default_threads() -> int:
+    """The in-process model's threads: ``$FLAREBENCH_LM_THREADS`` where it is set, else N_THREADS."""
+    value = os.environ.get(THREADS_ENV)
+    if value is None:
+        return N_THREADS
+    if not value.strip().isdigit() or int(value) < 1:
+        raise LMError(f"${THREADS_ENV} must be a whole number >= 1, got {value!r}")
+    return int(value)
 
 
 def sha256_file(path: Path) -> str:
@@ -66,12 +82,14 @@ class LlamaCppLM(LM):
     supports_top_logprobs = True
     supports_logit_bias = True
 
-    def __init__(self, model_path: str | Path, name: str | None = None, n_ctx: int = N_CTX, n_threads: int = N_THREADS):
+    def __init__(
+        self, model_path: str | Path, name: str | None = None, n_ctx: int = N_CTX, n_threads: int | None = None
+    ):
         self.model_path = Path(model_path)
         if not self.model_path.is_file():
             raise LMError(f"model file not found: {self.model_path}")
         self.name = name or f"llamacpp:{self.model_path}"
-        self.n_threads = n_threads
+        self.n_threads = n_threads = default_threads() if n_threads is None else n_threads
         self._llm = llama_cpp.Llama(
             model_path=str(self.model_path),
             n_ctx=n_ctx,

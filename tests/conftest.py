@@ -11,6 +11,18 @@ from pathlib import Path
 import pytest
 
 
+def pytest_configure(config):
+    """Under ``-n 2`` each worker's in-process model (and the models its runs and servers start)
+    gets one thread: the two workers then share the two cores, where two models with llama.cpp's
+    two spinning threads each slow each other 5-10x. The thread count changes no answer
+    (tests/test_llamacpp.py); a count set in the environment is kept."""
+    workers = int(os.environ.get("PYTEST_XDIST_WORKER_COUNT", "1"))
+    if workers > 1:
+        from flarebench.strategies.llamacpp import THREADS_ENV
+
+        os.environ.setdefault(THREADS_ENV, "1")
+
+
 @pytest.fixture(scope="session", autouse=True)
 def _isolated_cache(tmp_path_factory):
     # Keep BM25 indexes and model copies out of the user's ~/.cache during tests.

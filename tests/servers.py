@@ -69,10 +69,12 @@ def llama_server(log: Path, *extra: str, ready_within: float = 180.0) -> Iterato
     URL, and stop it on exit. A server that dies or never answers fails the test with its log."""
     pytest.importorskip("llama_cpp.server")
     from flarebench.strategies.backends import smollm2_path
+    from flarebench.strategies.llamacpp import default_threads
 
     port = free_port()
+    threads = str(default_threads())  # as many as the in-process model: the cores are shared alike
     cmd = [sys.executable, "-m", "llama_cpp.server", "--model", str(smollm2_path()), "--n_ctx", "8192",
-           "--n_threads", "2", "--host", "127.0.0.1", "--port", str(port), *extra]  # fmt: skip
+           "--n_threads", threads, "--host", "127.0.0.1", "--port", str(port), *extra]  # fmt: skip
     with open(log, "w") as out:
         proc = subprocess.Popen(cmd, stdout=out, stderr=subprocess.STDOUT)
     url = f"http://127.0.0.1:{port}/v1"

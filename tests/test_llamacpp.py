@@ -167,6 +167,28 @@ def test_an_answer_begun_after_the_same_prompt_is_evaluated_afresh(lm, phantom, 
     assert (again.text, again.logprobs) == (first.text, first.logprobs)
 
 
+def test_the_thread_count_changes_no_answer(lm, phantom, retriever, monkeypatch):
+    # Ray workers (--threads-per-worker) and the test suite's two workers ($FLAREBENCH_LM_THREADS)
+    # run the model with another thread count than a plain run: the same tokens and logprobs, exactly.
+    from flarebench.strategies.llamacpp import THREADS_ENV
+    from flarebench.strategies.prompts import OPEN_BOOK
+
+    monkeypatch.setenv(THREADS_ENV, "1" if lm.n_threads != 1 else "2")
+    other = make_lm("llamacpp:smollm2")
+    probe = phantom.probes[2]
+    prompt = OPEN_BOOK.build(probe.question, retriever.search(probe.question, 3)[0])
+    try:
+        calls = []
+        for model in (lm, other):
+            model.begin_answer()
+            calls.append(model.generate(prompt, 24, logprobs=True, top_logprobs=3, entropy=True))
+    finally:
+        other.close()
+    assert {lm.n_threads, other.n_threads} == {1, 2}
+    ours, theirs = ((c.text, c.tokens, c.logprobs, c.top_logprobs, c.entropies) for c in calls)
+    assert ours == theirs and len(ours[1]) == 24
+
+
 def test_prompt_longer_than_context_is_a_clear_error(lm):
     with pytest.raises(LMError, match="exceeds the context"):
         lm.generate(Prompt("", "word " * 5000), 2)

@@ -241,3 +241,16 @@ def test_without_the_extra_the_executor_names_the_install(monkeypatch):
     monkeypatch.setitem(sys.modules, "ray", None)  # `import ray` fails as if it were not installed
     with pytest.raises(ConfigError, match=r"^--executor ray needs the ray extra: pip install 'flarebench\[ray\]'$"):
         BenchSession(strategy=["no_retrieval"], limit=1, progress=False, executor="ray")
+
+
+def test_the_workers_get_the_drivers_settings_from_its_environment(monkeypatch):
+    # A worker on another machine builds its backends as the driver would: the same cache, the
+    # model's threads that run.json records, the key the options name; nothing else of the driver's.
+    from flarebench.bench.ray_executor import _worker_env
+    from flarebench.bench.recipe import BackendRecipe
+
+    for name, value in {"FLAREBENCH_LM_THREADS": "1", "FLAREBENCH_CACHE": "/c", "MY_KEY": "k", "OTHER": "x"}.items():
+        monkeypatch.setenv(name, value)
+    env = _worker_env(BackendRecipe(lm="llamacpp:smollm2", retriever="bm25", corpus=(), lm_api_key_env="MY_KEY"))
+    assert {"FLAREBENCH_LM_THREADS": "1", "FLAREBENCH_CACHE": "/c", "MY_KEY": "k"}.items() <= env.items()
+    assert "OTHER" not in env

@@ -1,6 +1,6 @@
 """``--executor ray`` with the real model: two workers on a local Ray instance, each loading its own
 SmolLM2 with one thread, give the traces (answers, tokens, evaluated tokens, retrievals; not
-timings) of the sequential run with the model's fixed two threads: each worker evaluates the static
+timings) of the sequential run with the model's default threads: each worker evaluates the static
 prompt prefixes in its own warm-up (or restores the states an earlier warm-up saved), as the
 sequential run does once."""
 
