@@ -43,13 +43,13 @@ from flarebench.strategies.tool_markup import CALL_CLOSE, parse_tool_calls
 # (1 and 2 threads give identical logprobs on SmolLM2; tests/test_llamacpp.py), so Ray workers, and
 # processes that share the cores, may use fewer.
 N_THREADS = 2
+N_BATCH = 512
+N_CTX = 4096
 #: The environment variable that sets the in-process model's threads instead of N_THREADS, for every
 #: run started in that environment: with 1, two flarebench processes share two cores (as the test
 #: suite's two workers do) without llama.cpp's spinning threads slowing each other. Recorded as
 #: ``config.lm.n_threads``, so a gate refuses a baseline made with another count (latency differs).
 THREADS_ENV = "FLAREBENCH_LM_THREADS"
-N_BATCH = 512
-N_CTX = 4096
 #: Where the warm-up saves each static prefix's evaluated state, for the next run's warm-up on this
 #: machine to restore (``<flarebench cache>/prefix-states``; about 11 MB for a 465-token prefix).
 PREFIX_STATES = "prefix-states"
