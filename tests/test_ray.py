@@ -7,12 +7,14 @@ tests/test_ray_model.py."""
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import signal
 import subprocess
 import sys
 import time
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -115,30 +117,50 @@ def cluster(tmp_path_factory):
         yield address, pids, env
 
 
+@contextlib.contextmanager
+def _held(cluster) -> Iterator[Path]:
+    """While inside, the workers answer the first probe of each strategy and hold every other call
+    (tests/fixtures/ray_lm.py), so that a test acts mid-run however late it is scheduled; yields
+    the file whose removal lets them go on."""
+    hold = cluster[1] / "hold"
+    hold.touch()
+    try:
+        yield hold
+    finally:
+        hold.unlink(missing_ok=True)
+
+
 def _start_on_the_cluster(cluster, run_dir: Path) -> tuple[subprocess.Popen, list[str]]:
     """A run on the cluster's two workers, once its first trace is written: (driver, command)."""
     address, _, env = cluster
-    cmd = _command(run_dir, "--executor", "ray", "--ray-address", address, "--workers", "2", delay="0.05")
+    cmd = _command(run_dir, "--executor", "ray", "--ray-address", address, "--workers", "2")
     proc = subprocess.Popen(cmd, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     _wait_for_a_trace(run_dir, proc)
     return proc, cmd
+
+
+def _pids(folder: Path) -> set[int]:
+    """The process ids the scripted LMs wrote (the folder also holds the tests' marker files)."""
+    return {int(p.name) for p in folder.iterdir() if p.name.isdigit()}
 
 
 @pytest.mark.slow
 def test_a_killed_worker_loses_nothing_and_duplicates_nothing(cluster, tmp_path):
     _, pids, _ = cluster
     run_dir = tmp_path / "run"
-    proc, _ = _start_on_the_cluster(cluster, run_dir)
-    workers = {int(p.name) for p in pids.iterdir()} - {proc.pid}
-    victim = max(workers, key=lambda pid: (pids / str(pid)).stat().st_mtime)  # one of this run's workers
-    os.kill(victim, signal.SIGKILL)
-    _, err = proc.communicate(timeout=120)
+    with _held(cluster) as hold:
+        proc, _ = _start_on_the_cluster(cluster, run_dir)
+        workers = _pids(pids) - {proc.pid}
+        victim = max(workers, key=lambda pid: (pids / str(pid)).stat().st_mtime)  # one of this run's workers
+        os.kill(victim, signal.SIGKILL)  # while it holds a probe
+        hold.unlink()
+        _, err = proc.communicate(timeout=120)
     assert proc.returncode == 0, err[-3000:]
     answers = _answers(run_dir)  # each probe once
     assert len(answers) == 6 and _status(run_dir) == "complete"
     assert all(t["error"] is None for t in _lines(run_dir))
     # Ray started the killed worker again (it wrote a new process id) and it took its probes back.
-    assert {int(p.name) for p in pids.iterdir()} - workers - {proc.pid}
+    assert _pids(pids) - workers - {proc.pid}
 
 
 @pytest.mark.slow
@@ -185,9 +207,10 @@ def test_every_worker_lost_stops_the_run_in_one_line(cluster, tmp_path):
 def test_ctrl_c_keeps_what_finished_and_the_same_command_resumes(cluster, tmp_path):
     env = cluster[2]
     run_dir = tmp_path / "run"
-    proc, cmd = _start_on_the_cluster(cluster, run_dir)
-    proc.send_signal(signal.SIGINT)
-    _, err = proc.communicate(timeout=60)
+    with _held(cluster):
+        proc, cmd = _start_on_the_cluster(cluster, run_dir)
+        proc.send_signal(signal.SIGINT)
+        _, err = proc.communicate(timeout=60)
     assert proc.returncode == 130, err[-3000:]
     assert "interrupted; finished probes are kept" in err and "Traceback" not in err
     kept = _answers(run_dir)
