@@ -5,7 +5,7 @@ import numpy as np
 import pytest
 
 from flarebench.strategies.backends import make_lm, smollm2_path
-from flarebench.strategies.llamacpp import PREFIX_STATES, _common
+from flarebench.strategies.llamacpp import PREFIX_STATES, THREADS_ENV, _common
 from flarebench.strategies.lm import WARM_UP, LMError, Prompt
 from flarebench.strategies.prompts import PromptTemplate
 
@@ -170,7 +170,6 @@ def test_an_answer_begun_after_the_same_prompt_is_evaluated_afresh(lm, phantom, 
 def test_the_thread_count_changes_no_answer(lm, phantom, retriever, monkeypatch):
     # Ray workers (--threads-per-worker) and the test suite's two workers ($FLAREBENCH_LM_THREADS)
     # run the model with another thread count than a plain run: the same tokens and logprobs, exactly.
-    from flarebench.strategies.llamacpp import THREADS_ENV
     from flarebench.strategies.prompts import OPEN_BOOK
 
     monkeypatch.setenv(THREADS_ENV, "1" if lm.n_threads != 1 else "2")
