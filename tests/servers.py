@@ -72,9 +72,12 @@ def llama_server(log: Path, *extra: str, ready_within: float = 180.0) -> Iterato
     from flarebench.strategies.llamacpp import default_threads
 
     port = free_port()
-    threads = str(default_threads())  # as many as the in-process model: the cores are shared alike
+    # As many threads as the in-process model, for prefill too (the server's batch threads default to
+    # every core, which under `-n 2` spin against the other worker's model): the cores are shared alike.
+    threads = str(default_threads())
     cmd = [sys.executable, "-m", "llama_cpp.server", "--model", str(smollm2_path()), "--n_ctx", "8192",
-           "--n_threads", threads, "--host", "127.0.0.1", "--port", str(port), *extra]  # fmt: skip
+           "--n_threads", threads, "--n_threads_batch", threads, "--host", "127.0.0.1", "--port", str(port),
+           *extra]  # fmt: skip
     with open(log, "w") as out:
         proc = subprocess.Popen(cmd, stdout=out, stderr=subprocess.STDOUT)
     url = f"http://127.0.0.1:{port}/v1"
