@@ -257,6 +257,22 @@ def test_entry_points_are_imported_only_when_their_name_is_asked_for(tmp_path, m
         make_lm("nope:x")
 
 
+def test_installed_entry_points_are_read_once_per_sys_path(tmp_path, monkeypatch, isolated_registry):
+    # Rescoring a run whose plugin is not loaded asks for its unknown names once per spec and summary.
+    reads = []
+    real = plugins.metadata.entry_points
+    monkeypatch.setattr(plugins.metadata, "entry_points", lambda **kw: reads.append(kw) or real(**kw))
+    monkeypatch.syspath_prepend(str(tmp_path / "empty"))  # a path never read before
+    for _ in range(3):
+        with pytest.raises(SpecError, match="unknown strategy 'not_installed'"):
+            get("not_installed")
+    assert reads == [{"group": plugins.STRATEGIES}]
+    # A folder of distributions added to the path is read: its entry points are found.
+    _distribution(tmp_path, "late-pipeline", "late_pipeline", "[flarebench.strategies]\nlate = late_pipeline:Toy\n")
+    monkeypatch.syspath_prepend(str(tmp_path))
+    assert get("late").__module__ == "late_pipeline" and len(reads) == 2
+
+
 def test_two_packages_declaring_one_entry_point_is_an_error_naming_both(tmp_path, monkeypatch, isolated_registry):
     for dist, module in (("alpha-pipeline", "alpha_pipeline"), ("beta-pipeline", "beta_pipeline")):
         _distribution(tmp_path, dist, module, f"[flarebench.strategies]\nclash = {module}:Toy\n")
