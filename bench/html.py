@@ -217,6 +217,11 @@ def _plots(summary: pd.DataFrame, rows: pd.DataFrame, study: dict, order: list[s
             "Answer quality against the 95th percentile of wall time per question, with the Pareto front.",
         ),
     ]
+    if not any(parts):
+        parts.append(
+            '<p class="muted">No trade-off plots: F1 against cost and against p95 latency need two or more '
+            "strategies with those values (<code>flarebench compare</code> runs several into one report).</p>"
+        )
     if study.get("kind") == "sweep":
         parts.append(
             _figure(

@@ -65,11 +65,12 @@ def tokens_frame(summary: pd.DataFrame) -> pd.DataFrame:
 
 def tradeoff(summary: pd.DataFrame, x: str, x_label: str) -> bytes | None:
     """Quality against ``x`` (a cost or latency column), one labelled point per strategy, the Pareto
-    front (cheaper or faster and at least as good) drawn as a step line with its points ringed."""
+    front (cheaper or faster and at least as good) drawn as a step line with its points ringed; None
+    when fewer than two strategies have both values (one point trades nothing off)."""
     frame = tokens_frame(summary)
     xs = pd.to_numeric(frame[x], errors="coerce").to_numpy(dtype=float)
     ys = pd.to_numeric(frame[QUALITY], errors="coerce").to_numpy(dtype=float)
-    if np.isnan(xs).all() or np.isnan(ys).all():
+    if (~np.isnan(xs) & ~np.isnan(ys)).sum() < 2:
         return None
     fig = Figure(figsize=(6.4, 4.2))
     ax = fig.subplots()

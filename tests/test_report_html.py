@@ -144,8 +144,14 @@ def test_report_of_a_partial_run(hostile_run, tmp_path):
     (copy / "traces.jsonl").write_text(first + "\n")
     code, out, err = run_cli("report", str(copy))
     assert code == 0, out + err
-    data = _embedded((copy / "report.html").read_text())
+    page = (copy / "report.html").read_text()
+    data = _embedded(page)
     assert len(data["traces"]) == 1 and [p["id"] for p in data["probes"]] == ["q1"]
+    # One strategy has finished: its single point trades nothing off, so the page says why the
+    # trade-off plots are missing; the latency distribution is still drawn.
+    assert 'id="plot-cost"' not in page and 'id="plot-latency"' not in page
+    assert "No trade-off plots: F1 against cost and against p95 latency need two or more strategies" in page
+    assert 'id="plot-latency-dist"' in page
 
 
 @pytest.mark.slow
