@@ -149,11 +149,13 @@ def test_parameters_are_validated():
 
 
 @pytest.mark.model
-@pytest.mark.parametrize("strategy_spec", ["fixed_interval", "fixed_interval:mode=sentence"])
+# 48 tokens: three 16-token intervals, two of them retrieving (each retrieval evaluates its documents
+# afresh, so the default 128 tokens would cost eight).
+@pytest.mark.parametrize("strategy_spec", ["fixed_interval:max_tokens=48", "fixed_interval:mode=sentence"])
 def test_real_model(strategy_spec, lm, retriever, phantom):
     probe = phantom.probes[0]
     trace = parse_spec(strategy_spec).run(probe.question, lm, retriever)
-    assert trace.output and trace.stop_reason != "error"
+    assert trace.output and trace.stop_reason != "error" and len(trace.steps) >= 2
     assert trace.steps[0].retrievals[0].reason == FIRST_HOP
     assert trace.steps[0].retrievals[0].query == probe.question
     for step in trace.steps[1:]:
