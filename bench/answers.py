@@ -7,6 +7,7 @@ used by duck typing (``answers``, ``answer_type``, ``id``), so this module does 
 
 from __future__ import annotations
 
+import functools
 import re
 import string
 from collections import Counter
@@ -215,10 +216,11 @@ _VALUE_DOT = re.compile(r"(?<=\d)\.(?=\d)")
 _JOINER = "\u00b7"
 
 
+@functools.lru_cache(maxsize=4096)
 def normalize_value(s: str | None) -> str:
     """:func:`normalize_answer`, except that a dot between two digits is kept (as a middle dot):
     ``"Version 4.12.0."`` gives ``"version 4·12·0"``. Used on both the value and the text it is
-    looked for in."""
+    looked for in. Cached: scoring and the probe checks look for many values in the same texts."""
     return normalize_answer(_VALUE_DOT.sub(_JOINER, s or ""))
 
 
