@@ -9,7 +9,7 @@ from __future__ import annotations
 import contextlib
 import signal
 import threading
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 
 #: The exit status of a run stopped by SIGTERM: 128 + the signal's number, as a shell reports it.
 TERMINATED_EXIT = 128 + signal.SIGTERM
@@ -48,3 +48,34 @@ def sigterm_interrupts() -> Iterator[None]:
         if _main_thread():
             signal.signal(signal.SIGTERM, _raise_terminated)
         yield
+
+
+@contextlib.contextmanager
+def interrupts_polled() -> Iterator[Callable[[], None]]:
+    """Within the block, Ctrl-C (SIGINT), and SIGTERM where :func:`sigterm_interrupts` is in force,
+    are recorded instead of raised; the function yielded raises what arrived first
+    (KeyboardInterrupt, :class:`Terminated`) where the caller polls it. For a loop that spends its
+    time in a native wait (Ray's ``ray.wait``): an exception a handler raises inside such a wait can
+    be lost there, and the signal with it (the run then went on, or waited on a stuck worker for
+    ever). The handlers that were there before are put back after the block. Off the main thread,
+    nothing changes and the function never raises."""
+    if not _main_thread():
+        yield lambda: None
+        return
+    arrived: list[int] = []
+    polled = [signal.SIGINT, *([signal.SIGTERM] if signal.getsignal(signal.SIGTERM) is _raise_terminated else [])]
+    before = {signum: signal.signal(signum, lambda signum, frame: arrived.append(signum)) for signum in polled}
+
+    def poll() -> None:
+        if arrived:
+            first = arrived[0]
+            arrived.clear()
+            if first == signal.SIGTERM:
+                _raise_terminated(first, None)
+            raise KeyboardInterrupt
+
+    try:
+        yield poll
+    finally:
+        for signum, handler in before.items():
+            signal.signal(signum, handler)

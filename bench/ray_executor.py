@@ -26,7 +26,7 @@ from pathlib import Path
 
 from tqdm import tqdm
 
-from flarebench.bench.interrupt import sigterm_kept
+from flarebench.bench.interrupt import interrupts_polled, sigterm_kept
 from flarebench.bench.recipe import BackendRecipe
 from flarebench.bench.runner import TraceLog, run_probe
 from flarebench.strategies.lm import LMUnavailable
@@ -191,11 +191,13 @@ def _dispatch(ray, pairs, settings, recipe, defaults, log, progress, done, total
         per_spec = ", ".join(f"{spec} {done[spec]}/{totals[spec]}" for spec in totals)
         bar.set_postfix_str(f"workers up {len(alive)}/{settings.workers}; {per_spec}")
 
-    with bar:
+    # Ctrl-C and SIGTERM are polled after each wait, at most a second apart, not raised inside it.
+    with bar, interrupts_polled() as interrupted:
         fill()
         show()
         while in_flight or pings:
             ready, _ = ray.wait([*in_flight, *pings], num_returns=1, timeout=1.0)
+            interrupted()
             for ref in ready:
                 if ref in pings:
                     i = pings.pop(ref)

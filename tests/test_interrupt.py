@@ -119,3 +119,36 @@ def test_starting_ray_leaves_sigterm_to_the_run(monkeypatch, outer_handler):
         run_handler = signal.getsignal(signal.SIGTERM)
         assert list(ray_executor.run_on_ray([], ray_executor.RaySettings(), recipe, None, log=None)) == []
         assert signal.getsignal(signal.SIGTERM) is run_handler
+
+
+def _swallowing_wait() -> None:
+    """A native wait as Ray's can behave: an exception a signal handler raises inside it is lost."""
+    try:
+        signal.raise_signal(signal.SIGINT)
+        signal.raise_signal(signal.SIGTERM)
+    except BaseException:  # noqa: BLE001 (the point: the wait eats it)
+        pass
+
+
+def test_signals_in_a_wait_that_swallows_them_are_raised_when_polled(outer_handler):
+    from flarebench.bench.interrupt import Terminated, interrupts_polled, sigterm_interrupts
+
+    _, received = outer_handler
+    before = signal.getsignal(signal.SIGINT)
+    with sigterm_interrupts():
+        run_handler = signal.getsignal(signal.SIGTERM)
+        with pytest.raises(KeyboardInterrupt) as stopped, interrupts_polled() as poll:
+            poll()  # nothing has arrived
+            _swallowing_wait()
+            poll()
+        assert not isinstance(stopped.value, Terminated)  # the first signal to arrive wins
+        with pytest.raises(Terminated), interrupts_polled() as poll:
+            signal.raise_signal(signal.SIGTERM)
+            poll()
+        assert signal.getsignal(signal.SIGTERM) is run_handler
+    assert signal.getsignal(signal.SIGINT) is before and received == []
+    # Outside a run (no sigterm_interrupts), SIGTERM is left to the handler already there.
+    with interrupts_polled() as poll:
+        signal.raise_signal(signal.SIGTERM)
+        poll()
+    assert received == [signal.SIGTERM]
