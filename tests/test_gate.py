@@ -4,6 +4,7 @@ end with the real model in subprocesses (marked `model`)."""
 
 from __future__ import annotations
 
+import functools
 import json
 import subprocess
 import sys
@@ -12,6 +13,7 @@ from pathlib import Path
 
 import pandas as pd
 import pytest
+import pytest_benchmark.plugin
 
 from flarebench.bench import cli
 from flarebench.bench.config import config_difference
@@ -679,6 +681,9 @@ def test_pytest_bench_saves_a_baseline_and_feeds_pytest_benchmark(pytester, tmp_
     # Under pytest-xdist (the inner loop's -n 2) pytest-benchmark sees this variable and turns
     # itself off in the inner run too; that run is no xdist worker.
     monkeypatch.delenv("PYTEST_XDIST_WORKER", raising=False)
+    # Each run that saves or compares benchmarks asks py-cpuinfo for the machine, in a subprocess
+    # of a second each: asked once here, the same answer for the three runs.
+    monkeypatch.setattr(pytest_benchmark.plugin, "get_cpu_info", functools.cache(pytest_benchmark.plugin.get_cpu_info))
     oracle.sleep = 0.02  # pytest-benchmark times the probe on the real clock
     baseline = tmp_path / "b.json"
     bench_json = tmp_path / "bench.json"
