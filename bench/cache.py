@@ -22,7 +22,7 @@ import time
 from pathlib import Path
 
 from flarebench.bench import version
-from flarebench.strategies.lm import LM, ChatRequest, GenerationRequest, WrappedLM
+from flarebench.strategies.lm import LM, WARM_UP, ChatRequest, GenerationRequest, WrappedLM
 from flarebench.strategies.records import LMCall, Passage, call_from_dict
 from flarebench.strategies.retriever import Lookup, Retriever, cache_root
 
@@ -76,7 +76,10 @@ class DiskCache:
 
 class CachedLM(WrappedLM):
     """An LM whose calls are looked up in a :class:`DiskCache` first. A hit returns the stored call
-    marked ``cached``, with 0 evaluated tokens (nothing ran) and the lookup's wall time."""
+    marked ``cached``, with 0 evaluated tokens (nothing ran) and the lookup's wall time. Warm-up
+    calls always reach the model: they ready it (a static prefix's state) for the calls after them,
+    and served from the cache, the first call the cache misses would evaluate that prefix inside a
+    probe's latency."""
 
     def __init__(self, inner: LM, cache: DiskCache):
         super().__init__(inner)
@@ -85,6 +88,8 @@ class CachedLM(WrappedLM):
         self._identity = json.dumps({"lm": inner.describe(), "flarebench": version()}, sort_keys=True)
 
     def _complete(self, request: GenerationRequest) -> LMCall:
+        if request.purpose == WARM_UP:
+            return self.forward(request)
         fields = dataclasses.asdict(request)
         fields.pop("purpose")  # what the call is for changes nothing in what comes back
         fields["prompt"] = request.prompt.text
@@ -101,6 +106,8 @@ class CachedLM(WrappedLM):
 
     def _chat(self, request: ChatRequest) -> LMCall:
         """A chat turn (tool_search), keyed by its messages, tools and cap as a call by its prompt."""
+        if request.purpose == WARM_UP:
+            return super()._chat(request)
         fields = {"messages": request.messages, "tools": request.tools, "max_tokens": request.max_tokens}
         key = _key("chat", self._identity, fields)
         stored = self.cache.get(key)

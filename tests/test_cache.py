@@ -14,7 +14,7 @@ import flarebench.bench.session
 from flarebench.bench.cache import CachedLM, CachedRetriever, DiskCache
 from flarebench.strategies.base import retrieve
 from flarebench.strategies.bm25 import BM25Retriever
-from flarebench.strategies.lm import Prompt
+from flarebench.strategies.lm import WARM_UP, GenerationRequest, Prompt
 from flarebench.strategies.records import Passage
 from tests.scripted import ScriptedLM, run_cli
 
@@ -42,6 +42,21 @@ def test_a_repeated_call_is_served_from_the_cache(tmp_path):
     assert (warm.text, warm.tokens, warm.logprobs) == (cold.text, cold.tokens, cold.logprobs)
     assert warm.purpose == "regenerate" and warm.evaluated_tokens == 0
     assert warm.prompt_tokens == cold.prompt_tokens and warm.completion_tokens == cold.completion_tokens
+
+
+def test_warm_up_calls_always_reach_the_model(tmp_path):
+    # A warm-up readies the model for the probes (a static prefix's state): served from the cache,
+    # the first call the cache misses would evaluate the prefix inside a probe's latency.
+    class Chatting(Described):
+        def _chat(self, request):
+            return self._complete(GenerationRequest(PROMPT, request.max_tokens, purpose=request.purpose))
+
+    inner = Chatting([" ok"])
+    lm = CachedLM(inner, DiskCache(tmp_path))
+    calls = [lm.generate(PROMPT, 1, purpose=WARM_UP) for _ in range(2)]
+    calls += [lm.chat([{"role": "system", "content": "Search."}], [], 1, purpose=WARM_UP) for _ in range(2)]
+    assert len(inner.requests) == 4 and not any(call.cached for call in calls)
+    assert lm.generate(PROMPT, 1).cached is False and lm.generate(PROMPT, 1).cached  # other calls are cached
 
 
 def test_a_hit_has_no_prefill_of_its_own(tmp_path):
