@@ -225,12 +225,12 @@ def warm_up(strategies: dict[str, Strategy], lm: LM, retriever: Retriever) -> di
     costs (the model's weights paged in, each prefix's evaluation, first allocations) then land in
     no probe's latency, and a strategy's latency does not depend on which strategies ran before it.
     Nothing a probe produces is made or reused here. Returns what it did (run.json's ``warm_up``):
-    the prefixes (the static ones and those of the strategies' own :meth:`Strategy.warm_up`), the
+    the prefixes (the plain ones and those of the strategies' own :meth:`Strategy.warm_up`), the
     prompt tokens they evaluated, and the seconds it took."""
     from flarebench.strategies.lm import WARM_UP, LMError, Prompt
 
     start = time.perf_counter()
-    statics = dict.fromkeys(p for s in strategies.values() for p in s.static_prompts())
+    statics = dict.fromkeys(p for s in strategies.values() for p in s.plain_prefixes())
     warmers = [lambda static=static: lm.generate(Prompt(static, " "), 1, purpose=WARM_UP) for static in statics]
     warmers += [lambda strategy=strategy: strategy.warm_up(lm) for strategy in strategies.values()]
     prefixes = evaluated = 0

@@ -67,6 +67,12 @@ class Strategy(ABC):
         """The static prompt prefixes this strategy sends (hashed into the run's configuration)."""
         return (self.template.static,)
 
+    def plain_prefixes(self) -> tuple[str, ...]:
+        """The static prefixes its completions begin with, each evaluated once by the warm-up before
+        timing: its static prompts, unless it only chats (then :meth:`warm_up` evaluates its
+        rendered system message, and the plain text begins no call)."""
+        return self.static_prompts()
+
     def request_shape(self) -> dict[str, Any]:
         """What shapes this strategy's LM requests besides its parameters: every prompt it sends,
         rendered with placeholders, its stop sequences, the sentence look-ahead and any fixed text
@@ -87,7 +93,7 @@ class Strategy(ABC):
 
     def warm_up(self, lm: LM) -> LMCall | None:
         """Before a run is timed (its warm-up), evaluate what this strategy's calls share beyond its
-        :meth:`static_prompts` (which the warm-up evaluates itself): nothing by default; a chat
+        :meth:`plain_prefixes` (which the warm-up evaluates itself): nothing by default; a chat
         strategy's rendered system message (the backend keeps its state, as a static prefix's).
         Returns the call it made (run.json's ``warm_up`` counts its evaluated tokens), or None."""
         return None

@@ -85,6 +85,9 @@ class ToolSearch(Strategy):
     def static_prompts(self) -> tuple[str, ...]:
         return (SYSTEM[self.answer_form],)
 
+    def plain_prefixes(self) -> tuple[str, ...]:
+        return ()  # every call is a chat turn: warm_up evaluates the rendered system message
+
     def request_shape(self) -> dict:
         return {
             "system": SYSTEM[self.answer_form],

@@ -155,16 +155,21 @@ def test_the_warm_up_renders_the_first_turns_prefix():
     assert [m["role"] for m in turn.messages] == ["system"] and turn.tools == TOOLS and turn.max_tokens == 1
 
 
-def test_the_runs_warm_up_counts_the_system_messages_tokens():
+def test_the_runs_warm_up_evaluates_the_system_message_as_a_chat_turn_only():
+    # Its system text begins no plain completion: warmed as one too, it would be a prefix no call uses.
     from flarebench.bench.runner import warm_up
 
     class Completes(ChatLM):
-        def _complete(self, request: GenerationRequest) -> LMCall:  # the static prefix's warm-up
+        def _complete(self, request: GenerationRequest) -> LMCall:  # single_time's static prefix
+            self.completed.append(request.prompt.static)
             return LMCall(request.purpose, 20, 7, 1, " ", "length", 0.0)
 
     lm = Completes(["x"])
-    done = warm_up({"tool_search": parse_spec("tool_search")}, lm, ScriptedRetriever([["a"]]))
+    lm.completed = []
+    strategies = {name: parse_spec(name) for name in ("tool_search", "single_time")}
+    done = warm_up(strategies, lm, ScriptedRetriever([["a"]]))
     assert (done["prefixes"], done["evaluated_tokens"]) == (2, 7 + 10) and len(lm.turns) == 1
+    assert lm.completed == [strategies["single_time"].template.static]
 
 
 def test_it_needs_tools_and_records_what_it_sends():
