@@ -46,7 +46,8 @@ __all__ = [
 # Answer normalisation and scoring
 # --------------------------------------------------------------------------------------------
 
-_PUNCTUATION = frozenset(string.punctuation)
+#: Deletes ASCII punctuation in one C-level pass (a generator over characters was most of scoring's time).
+_NO_PUNCTUATION = str.maketrans("", "", string.punctuation)
 _ARTICLES = re.compile(r"\b(?:a|an|the)\b")
 
 
@@ -59,7 +60,7 @@ def normalize_answer(s: str | None) -> str:
     if not s:
         return ""
     s = s.lower()
-    s = "".join(ch for ch in s if ch not in _PUNCTUATION)
+    s = s.translate(_NO_PUNCTUATION)
     s = _ARTICLES.sub(" ", s)
     return " ".join(s.split())
 

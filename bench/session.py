@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import contextlib
 import datetime as dt
+import functools
 import hashlib
 import json
 import platform
@@ -63,6 +64,7 @@ class ConfigError(ValueError):
         self.option = option
 
 
+@functools.cache  # each metadata.version() scans sys.path; the installed versions do not change
 def _versions() -> dict[str, str]:
     out = {"python": platform.python_version()}
     for dist in ("flarebench", "llama_cpp_python", "openai", "bm25s", "pysbd", "pandas"):
@@ -455,7 +457,7 @@ class BenchSession:
             # folder resumed with another --limit holds traces of probes outside the selection).
             "probe_ids": [p.id for p in self.selected],
             "config": self.config,
-            "versions": _versions(),
+            "versions": dict(_versions()),
             "command": command_line(),
         }
         if self.option_sources:

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import dataclasses
 import difflib
+import functools
 import importlib
 import types
 import typing
@@ -80,6 +81,12 @@ def get(name: str) -> type[Strategy]:
         ) from None
 
 
+@functools.cache  # per class object: a class registered again under the same name is another key
+def _type_hints(cls: type) -> dict[str, Any]:
+    # get_type_hints evaluates every string annotation again; bounds ask for each spec in every summary.
+    return typing.get_type_hints(cls)
+
+
 def parse_spec(spec: str, defaults: dict[str, Any] | None = None) -> Strategy:
     """Build a configured strategy from ``name`` or ``name:key=value,...``; parameters are
     converted to the field's type and validated. ``defaults`` (e.g. a long probe set's
@@ -87,7 +94,7 @@ def parse_spec(spec: str, defaults: dict[str, Any] | None = None) -> Strategy:
     name, _, rest = spec.strip().partition(":")
     cls = get(name.strip())
     fields = {f.name: f for f in dataclasses.fields(cls) if f.init}
-    hints = typing.get_type_hints(cls)
+    hints = _type_hints(cls)
     kwargs: dict[str, Any] = {}
     for item in filter(None, (p.strip() for p in rest.split(","))):
         key, eq, raw = item.partition("=")
