@@ -729,19 +729,33 @@ def llama_server(tmp_path_factory):
 @pytest.fixture(scope="module")
 def reference(llama_server, tmp_path_factory):
     """single_time on the first LIMIT probes and FLARE on the first one, through the server and
-    in-process: {"server"|"inprocess": ([single_time's run folder, FLARE's], wall seconds)}."""
+    in-process: {"server"|"inprocess": ([single_time's run folder, FLARE's], wall seconds),
+    "in_flight": the most requests the server had at once}. The server's single_time runs with
+    ``--concurrency 2`` through a proxy that counts requests in flight: the one concurrent run of
+    this module, and the uninterrupted run the resumed one is compared with (a sequential one would
+    only repeat its prompts at the server)."""
     base = tmp_path_factory.mktemp("reference")
+    proxy = Proxy(llama_server)
+    lm_args = {
+        ("server", "single_time"): _server_args(proxy.endpoint.url, "--concurrency", "2"),
+        ("server", FLARE): _server_args(llama_server),
+        ("inprocess", "single_time"): ["--lm", "llamacpp:smollm2"],
+        ("inprocess", FLARE): ["--lm", "llamacpp:smollm2"],
+    }
     runs = {}
-    for name, lm_args in (("server", _server_args(llama_server)), ("inprocess", ["--lm", "llamacpp:smollm2"])):
+    for name in ("server", "inprocess"):
         start = time.perf_counter()
         folders = []
         for spec, limit in (("single_time", LIMIT), (FLARE, "1")):
             folders.append(base / name / spec)
             r = flarebench(
-                *lm_args, "--strategy", spec, "--limit", limit, "--report-dir", str(folders[-1]), env={KEY_ENV: SECRET}
-            )
+                *lm_args[name, spec], "--strategy", spec, "--limit", limit, "--report-dir", str(folders[-1]),
+                env={KEY_ENV: SECRET},
+            )  # fmt: skip
             assert r.returncode == 0, r.stdout + r.stderr
         runs[name] = (folders, time.perf_counter() - start)
+    proxy.endpoint.down()
+    runs["in_flight"] = proxy.max_in_flight
     return runs
 
 
@@ -797,9 +811,10 @@ def test_served_answers_match_in_process_ones(reference):
     same_output = sum(t["output"] == outputs[(t["strategy"], t["probe_id"])] for t in server_traces)
     print(
         f"server vs in-process: {len(flipped)} of {len(server)} answers differ {flipped}; "
-        f"{same_output} identical outputs; wall {server_s:.1f} s vs {local_s:.1f} s"
+        f"{same_output} identical outputs; wall {server_s:.1f} s (single_time 2 at a time) vs {local_s:.1f} s"
     )
     assert len(flipped) <= MAX_FLIPPED
+    assert reference["in_flight"] == 2  # the server's single_time had both its probes there at once
     assert all(t["error"] is None for t in server_traces)
     info = json.loads((server_dirs[1] / "run.json").read_text())
     assert info["config"]["lm"]["capabilities"]["logprobs"] is True
@@ -888,21 +903,9 @@ def test_a_real_server_gone_mid_run_resumes_to_the_uninterrupted_answers(llama_s
     ids = [p.id for p in phantom.probes[: int(LIMIT)]]
     args = _server_args(proxy.endpoint.url, "--strategy", "single_time")
     answers = _check_gone_and_resumed(proxy, args, tmp_path / "run", ids)
+    # The uninterrupted run ran with --concurrency 2: this sequential run resumes to its answers.
     uninterrupted = _answers(reference["server"][0][0])  # single_time's
     assert answers == uninterrupted
-
-
-@pytest.mark.model
-def test_concurrent_probes_give_the_same_answers(llama_server, reference, tmp_path):
-    proxy = Proxy(llama_server)
-    run_dir = tmp_path / "run"
-    r = flarebench(*_server_args(proxy.endpoint.url, "--concurrency", "2", "--strategy", "single_time",
-                                 "--limit", LIMIT, "--report-dir", str(run_dir)), env={KEY_ENV: SECRET})  # fmt: skip
-    proxy.endpoint.down()
-    assert r.returncode == 0, r.stdout + r.stderr
-    assert proxy.max_in_flight == 2  # two probes were at the server at once
-    uninterrupted = _answers(reference["server"][0][0])  # single_time's
-    assert _answers(run_dir) == uninterrupted
 
 
 @pytest.mark.slow
