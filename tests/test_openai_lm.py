@@ -743,18 +743,20 @@ def reference(llama_server, tmp_path_factory):
         ("inprocess", FLARE): ["--lm", "llamacpp:smollm2"],
     }
     runs = {}
-    for name in ("server", "inprocess"):
-        start = time.perf_counter()
-        folders = []
-        for spec, limit in (("single_time", LIMIT), (FLARE, "1")):
-            folders.append(base / name / spec)
-            r = flarebench(
-                *lm_args[name, spec], "--strategy", spec, "--limit", limit, "--report-dir", str(folders[-1]),
-                env={KEY_ENV: SECRET},
-            )  # fmt: skip
-            assert r.returncode == 0, r.stdout + r.stderr
-        runs[name] = (folders, time.perf_counter() - start)
-    proxy.endpoint.down()
+    try:
+        for name in ("server", "inprocess"):
+            start = time.perf_counter()
+            folders = []
+            for spec, limit in (("single_time", LIMIT), (FLARE, "1")):
+                folders.append(base / name / spec)
+                r = flarebench(
+                    *lm_args[name, spec], "--strategy", spec, "--limit", limit, "--report-dir", str(folders[-1]),
+                    env={KEY_ENV: SECRET},
+                )  # fmt: skip
+                assert r.returncode == 0, r.stdout + r.stderr
+            runs[name] = (folders, time.perf_counter() - start)
+    finally:
+        proxy.endpoint.down()
     runs["in_flight"] = proxy.max_in_flight
     return runs
 
