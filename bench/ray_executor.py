@@ -15,6 +15,7 @@ executor is used: the default install does not need it.
 
 from __future__ import annotations
 
+import contextlib
 import logging
 import os
 import re
@@ -47,6 +48,10 @@ IN_FLIGHT = 2
 #: URL and key, the BM25 index cache, the in-process model's threads that run.json records), besides
 #: the key variables the options name.
 PASSED_ENV = ("OPENAI_BASE_URL", "OPENAI_API_KEY", "FLAREBENCH_CACHE", "FLAREBENCH_LM_THREADS", "HF_HUB_OFFLINE")
+#: The logger of Ray's notice that a new local instance uses token authentication (Ray's default
+#: where $RAY_AUTH_MODE is unset): a WARNING line amid the run's bar that asks nothing of the user.
+#: Held at ERROR while the run starts its own instance.
+AUTH_NOTICE_LOGGER = "ray._private.authentication.authentication_token_setup"
 
 
 _COLOUR = re.compile(r"\x1b\[[0-9;]*m")  # the terminal colours of Ray's messages
@@ -135,7 +140,8 @@ def run_on_ray(
                     # A new instance (address "local"), never a cluster another `ray start` left on the
                     # machine; room for every worker asked for, even beyond the cores: the user chose.
                     cpus = settings.workers * settings.cpus_per_worker
-                    ray.init(address="local", num_cpus=cpus, include_dashboard=False, **quiet)
+                    with _logger_at(AUTH_NOTICE_LOGGER, logging.ERROR):
+                        ray.init(address="local", num_cpus=cpus, include_dashboard=False, **quiet)
         except (ConnectionError, RuntimeError, ValueError) as e:
             raise RayRunError(f"--executor ray: cannot start or reach Ray ({_first_line(e)})") from None
     try:
@@ -143,6 +149,18 @@ def run_on_ray(
     finally:
         if started:
             ray.shutdown()  # the driver's actors go with it
+
+
+@contextlib.contextmanager
+def _logger_at(name: str, level: int) -> Iterator[None]:
+    """The logger ``name`` at ``level`` within the block, at its own level again after it."""
+    logger = logging.getLogger(name)
+    before = logger.level
+    logger.setLevel(level)
+    try:
+        yield
+    finally:
+        logger.setLevel(before)
 
 
 def _portable(recipe: BackendRecipe) -> BackendRecipe:
