@@ -14,10 +14,18 @@ pytest.importorskip("pyserini")
 from flarebench.probes.load import load_probe_set  # noqa: E402
 from flarebench.strategies.backends import make_retriever  # noqa: E402
 from flarebench.strategies.bm25 import BM25Retriever  # noqa: E402
-from flarebench.strategies.lucene import MARKER, LuceneRetriever  # noqa: E402
+from flarebench.strategies.lucene import MARKER, LuceneRetriever, anserini_jar, start_jvm  # noqa: E402
 from flarebench.strategies.records import Passage  # noqa: E402
 
 pytestmark = pytest.mark.lucene
+
+
+@pytest.fixture(scope="module", autouse=True)
+def jvm():
+    """The JVM, started before the module's first test: its start (about a second, more beside another
+    worker) is no test's own time, which tests/conftest.py reports when over 2 s unmarked."""
+    start_jvm(anserini_jar())
+
 
 DOCS = [
     Passage("a", "Alice Smith", "The mother of Alice Smith is Jane Smith."),
