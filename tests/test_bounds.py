@@ -17,6 +17,7 @@ from flarebench.bench.findings import findings
 from flarebench.bench.gate import Gating
 from flarebench.bench.metrics import probe_row, summarize
 from flarebench.bench.report import compact_frame, format_table, is_comparison
+from flarebench.bench.scorers import effect
 from flarebench.strategies.flare_direct import FlareDirect
 from flarebench.strategies.records import FIRST_HOP, LMCall, Retrieval, Step, Trace
 from flarebench.strategies.registry import expand
@@ -110,6 +111,18 @@ def test_headroom_is_missing_when_no_strategy_beats_never():
     summary = summarize(_rows(answers))
     assert summary["headroom_captured"].isna().all()
     assert any("no strategy beats no_retrieval on any probe" in n for n in summary.attrs["notes"])
+
+
+def test_the_headroom_is_measured_once_per_summary(monkeypatch):
+    # The oracle behind it spans every strategy: measured per strategy, a sweep's summary was
+    # quadratic in its specs (and its note measured it once more).
+    measured = []
+    real = effect._measure_headroom
+    monkeypatch.setattr(effect, "_measure_headroom", lambda scoring: measured.append(scoring) or real(scoring))
+    summary = summarize(_rows(ANSWERS), reference="single_time")
+    assert len(measured) == 1 and summary["headroom_captured"].notna().all()
+    summarize(_rows(ANSWERS), reference="single_time")  # a new summary measures again
+    assert len(measured) == 2 and measured[0] is not measured[1]
 
 
 def test_the_note_names_the_bounds_and_the_oracle():

@@ -53,7 +53,12 @@ def bound(g: Group) -> dict[str, Any]:
 
 
 def _headroom(scoring: Scoring) -> tuple[list[str], str | None, float | None, float | None, str | None]:
-    """(common probes, never spec, never's f1, oracle f1, why headroom_captured is empty or None)."""
+    """(common probes, never spec, never's f1, oracle f1, why headroom_captured is empty or None),
+    the same for every strategy of the summary: measured once."""
+    return scoring.shared(_headroom, lambda: _measure_headroom(scoring))
+
+
+def _measure_headroom(scoring: Scoring) -> tuple[list[str], str | None, float | None, float | None, str | None]:
     probes = common_probes(scoring)
     never = bound_specs(scoring.groups).get(NEVER)
     if len(scoring.groups) < 2:

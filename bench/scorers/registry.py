@@ -23,8 +23,8 @@ from __future__ import annotations
 
 import importlib
 import pkgutil
-from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass
+from collections.abc import Callable, Hashable, Mapping, Sequence
+from dataclasses import dataclass, field
 from functools import cached_property
 from pathlib import Path
 from typing import Any
@@ -129,6 +129,15 @@ class Scoring:
     price: Any = None
     reference: str | None = None
     faithfulness: Mapping[tuple[str, str], Mapping[str, Any]] | None = None
+    _shared: dict = field(default_factory=dict, init=False, repr=False, compare=False)
+
+    def shared(self, key: Hashable, compute: Callable[[], Any]) -> Any:
+        """``compute()``, once per summary under ``key``: for a value that a scorer derives from every
+        strategy's rows alike (the per-probe oracle), which each group would otherwise compute again
+        (quadratic in the strategies of a sweep)."""
+        if key not in self._shared:
+            self._shared[key] = compute()
+        return self._shared[key]
 
 
 @dataclass(frozen=True)
