@@ -137,8 +137,7 @@ def ray_cluster(log_dir: Path, env: dict[str, str], cpus_per_node: int = 1) -> I
                 _wait_for_port(port, nodes[0], log_dir / "ray-head.log")
         yield address
     finally:
-        for node in reversed(nodes):
-            _stop_group(node)
+        _stop_nodes(nodes)
 
 
 def _wait_for_port(port: int, proc: subprocess.Popen, log: Path, within: float = 60.0) -> None:
@@ -153,14 +152,17 @@ def _wait_for_port(port: int, proc: subprocess.Popen, log: Path, within: float =
             time.sleep(0.2)
 
 
-def _stop_group(proc: subprocess.Popen) -> None:
-    """Stop a process started with start_new_session and everything it started (SIGTERM, then SIGKILL)."""
-    with contextlib.suppress(ProcessLookupError):
-        os.killpg(proc.pid, signal.SIGTERM)
-    try:
-        proc.wait(timeout=3)
-    except subprocess.TimeoutExpired:
-        pass
-    with contextlib.suppress(ProcessLookupError):  # what is left of the group once `ray start` returned
-        os.killpg(proc.pid, signal.SIGKILL)
-    proc.wait()
+def _stop_nodes(nodes: list[subprocess.Popen]) -> None:
+    """Stop `ray start --block` processes and everything they started. SIGTERM goes to each `ray
+    start` alone, which then stops its node's processes in about a second; sent to the whole group,
+    it reaches those processes first and the head's `ray start` hangs until killed. What is left of
+    a group after that (or after 10 s) is killed."""
+    for node in nodes:
+        node.send_signal(signal.SIGTERM)
+    deadline = time.time() + 10
+    for node in nodes:
+        with contextlib.suppress(subprocess.TimeoutExpired):
+            node.wait(timeout=max(0.0, deadline - time.time()))
+        with contextlib.suppress(ProcessLookupError):
+            os.killpg(node.pid, signal.SIGKILL)
+        node.wait()
