@@ -192,10 +192,11 @@ def run_spec(request: pytest.FixtureRequest, bench_session):
 @pytest.fixture
 def bench_timing(request: pytest.FixtureRequest, bench_session):
     """Time one fixed probe (the run's first) of a spec with pytest-benchmark, after the spec ran
-    (so the model is warm), one round; the spec's summary row goes in ``extra_info``. A no-op
-    when pytest-benchmark is not active or its timing is skipped or disabled."""
+    (so the model is warm; after a Ray run, once this process's own backends are warmed), one
+    round; the spec's summary row goes in ``extra_info``. A no-op when pytest-benchmark is not
+    active or its timing is skipped or disabled."""
     from flarebench.bench.gate import with_ratios
-    from flarebench.bench.runner import run_probe
+    from flarebench.bench.runner import run_probe, warm_up
 
     benchmark = request.getfixturevalue("benchmark") if "benchmark" in request.fixturenames else None
 
@@ -206,6 +207,8 @@ def bench_timing(request: pytest.FixtureRequest, bench_session):
         probe = s.selected[0]
         benchmark.group = "flarebench"
         with _stop_if_lm_unreachable():
+            if s.ray is not None:  # the spec ran on the workers: this process's backends are cold
+                warm_up({spec: s.strategies[spec]}, s.lm_backend, s.retriever_backend)
             trace = benchmark.pedantic(
                 run_probe,
                 args=(spec, s.strategies[spec], probe, s.lm_backend, s.retriever_backend),

@@ -55,13 +55,17 @@ class BackendRecipe:
     record_topk: int | None = None
     plugins: tuple[str, ...] = ()
 
-    def build(self, progress: bool = False) -> Backends:
+    def build(self, progress: bool = False, lm_weights: bool = True) -> Backends:
         """Load the LM, the retriever and the cache. A mistake in the options raises ValueError or
         LMError in one line; an unreachable endpoint raises LMUnavailable. ``progress`` shows the
-        corpus's embedding run."""
+        corpus's embedding run; ``lm_weights=False`` defers an in-process model's weights to its
+        first call (see :class:`~flarebench.strategies.llamacpp.LlamaCppLM`)."""
         plugins.load_all(self.plugins)
         self.check()
-        lm = make_lm(self.lm, self.lm_base_url, self.lm_api_key_env, self.lm_timeout, self.lm_retries, self.lm_threads)
+        lm = make_lm(
+            self.lm, self.lm_base_url, self.lm_api_key_env, self.lm_timeout, self.lm_retries, self.lm_threads,
+            weights=lm_weights,
+        )  # fmt: skip
         backends = Backends(lm, None, capabilities=getattr(lm, "capabilities_line", lambda: None)())
         try:
             self._finish(backends, progress)

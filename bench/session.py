@@ -235,7 +235,9 @@ class BenchSession:
         except ValueError as e:
             raise ConfigError(str(e), option="--retriever") from None
         try:
-            backends = self.recipe.build(progress=self.progress)
+            # A Ray run's driver describes its model but answers no probe: its weights load only if
+            # it ever calls it (calibration's dev runs, pytest-benchmark's timed probe).
+            backends = self.recipe.build(progress=self.progress, lm_weights=self.ray is None)
         except LMUnavailable:
             raise  # the entry points report an unreachable server themselves
         except (ValueError, LMError) as e:  # a bad option, or an extra that is not installed

@@ -140,13 +140,15 @@ def make_lm(
     timeout: float | None = None,
     max_retries: int | None = None,
     threads: int | None = None,
+    weights: bool = True,
 ) -> LM:
     """``llamacpp:NAME`` (a bundled model), ``llamacpp:PATH.gguf``, or ``openai:MODEL`` on an
     OpenAI-compatible endpoint: ``base_url`` (else ``$OPENAI_BASE_URL``), the key in the environment
     variable named ``api_key_env`` (else ``$OPENAI_API_KEY``), per-request ``timeout`` seconds and
     ``max_retries`` (else the defaults of flarebench.strategies.openai_lm). ``threads``: the
     in-process model's CPU threads (else flarebench.strategies.llamacpp's default_threads()); it
-    applies to ``llamacpp:*`` only and is ignored by the others."""
+    applies to ``llamacpp:*`` only and is ignored by the others, as is ``weights``: False builds the
+    in-process model without its weights until its first call (a Ray run's driver)."""
     cls = lm_class(spec)
     kind, _, arg = spec.partition(":")
     endpoint = {
@@ -181,7 +183,7 @@ def make_lm(
         lm.name = spec
         return lm
     path = MODELS[arg]() if arg in MODELS else Path(arg)
-    return cls(path, name=spec, n_threads=threads)
+    return cls(path, name=spec, n_threads=threads, weights=weights)
 
 
 def only_for(flags: list[str], where: str) -> str:

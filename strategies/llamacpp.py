@@ -20,8 +20,10 @@ Two things make it fast and reproducible:
 
 from __future__ import annotations
 
+import contextlib
 import ctypes
 import hashlib
+import io
 import json
 import os
 import time
@@ -83,24 +85,37 @@ class LlamaCppLM(LM):
     supports_logit_bias = True
 
     def __init__(
-        self, model_path: str | Path, name: str | None = None, n_ctx: int = N_CTX, n_threads: int | None = None
+        self,
+        model_path: str | Path,
+        name: str | None = None,
+        n_ctx: int = N_CTX,
+        n_threads: int | None = None,
+        weights: bool = True,
     ):
+        """``weights=False`` reads only the vocabulary and metadata now (all that describing the
+        model, tokenizing and its chat template need); the weights load before its first call. A Ray
+        run's driver builds its model so: its workers answer the probes."""
         self.model_path = Path(model_path)
         if not self.model_path.is_file():
             raise LMError(f"model file not found: {self.model_path}")
         self.name = name or f"llamacpp:{self.model_path}"
         self.n_threads = n_threads = default_threads() if n_threads is None else n_threads
-        self._llm = llama_cpp.Llama(
-            model_path=str(self.model_path),
-            n_ctx=n_ctx,
-            n_batch=N_BATCH,
-            n_ubatch=N_BATCH,
-            n_threads=n_threads,
-            n_threads_batch=n_threads,
-            seed=0,
-            verbose=False,
-            logits_all=False,
-        )
+        self._settings = {
+            "model_path": str(self.model_path),
+            "n_ctx": n_ctx,
+            "n_batch": N_BATCH,
+            "n_ubatch": N_BATCH,
+            "n_threads": n_threads,
+            "n_threads_batch": n_threads,
+            "seed": 0,
+            "verbose": False,
+            "logits_all": False,
+        }
+        if weights:
+            self._llm = llama_cpp.Llama(**self._settings)
+        else:  # llama.cpp warns that a vocabulary alone has no training context: nothing to act on
+            with contextlib.redirect_stderr(io.StringIO()):
+                self._llm = llama_cpp.Llama(**self._settings, vocab_only=True)
         self._ctx = self._llm._ctx.ctx
         self._n_vocab = self._llm.n_vocab()
         self._eog = {t for t in range(self._n_vocab) if llama_cpp.llama_vocab_is_eog(self._llm._model.vocab, t)}
@@ -193,6 +208,13 @@ class LlamaCppLM(LM):
             self._restore(key)
         return min(shared, len(full) - 1), evaluated
 
+    def _load_weights(self) -> None:
+        """Load the weights of a model built without them (``weights=False``); nothing once loaded."""
+        if self._llm.model_params.vocab_only:
+            vocab, self._llm = self._llm, llama_cpp.Llama(**self._settings)
+            self._ctx = self._llm._ctx.ctx
+            vocab.close()
+
     def begin_answer(self) -> None:
         """The next call continues no earlier call: it starts from its static prefix's state."""
         self._last = []
@@ -248,6 +270,7 @@ class LlamaCppLM(LM):
     def _decode(self, request: GenerationRequest, special: bool) -> LMCall:
         """Greedy decoding of ``request``; ``special``: a chat prompt (special tokens read as such,
         the template's own BOS)."""
+        self._load_weights()  # before the call's clock starts
         start = time.perf_counter()
         full = self._tokenize(request.prompt.text, bos=not special, special=special)
         if len(full) <= 1 or not request.prompt.dynamic:

@@ -188,6 +188,26 @@ def test_the_thread_count_changes_no_answer(lm, phantom, retriever, monkeypatch)
     assert ours == theirs and len(ours[1]) == 24
 
 
+def test_a_model_built_without_its_weights_is_described_alike_and_loads_them_for_its_first_call(lm, phantom, capsys):
+    # A Ray run's driver builds its model so (bench/session.py): the run configuration (so the
+    # fingerprint a gate compares), the chat template and the tokens are those of the loaded model,
+    # and the weights, read only before a first call, give the same answer.
+    light = make_lm("llamacpp:smollm2", weights=False)
+    try:
+        assert light._llm.model_params.vocab_only and not lm._llm.model_params.vocab_only
+        assert light.describe() == lm.describe()
+        assert light.supports_tools == lm.supports_tools and light._eog == lm._eog
+        question = phantom.probes[0].question
+        assert light._tokenize(question, bos=True) == lm._tokenize(question, bos=True)
+        assert capsys.readouterr().err == ""  # llama.cpp's warning about a vocabulary alone is held back
+        lm.begin_answer()
+        calls = [model.generate(Prompt("", TEXT), 8, logprobs=True) for model in (lm, light)]
+        assert not light._llm.model_params.vocab_only
+        assert (calls[1].text, calls[1].logprobs) == (calls[0].text, calls[0].logprobs)
+    finally:
+        light.close()
+
+
 def test_prompt_longer_than_context_is_a_clear_error(lm):
     with pytest.raises(LMError, match="exceeds the context"):
         lm.generate(Prompt("", "word " * 5000), 2)
