@@ -15,9 +15,7 @@ an interrupted build leaves SET as it was.
 
 from __future__ import annotations
 
-import contextlib
 import dataclasses
-import io
 import json
 import os
 import shlex
@@ -28,12 +26,12 @@ from dataclasses import dataclass
 from importlib import metadata
 from pathlib import Path
 
-import llama_cpp
 from langchain_text_splitters import RecursiveCharacterTextSplitter
 from tqdm import tqdm
 
 from flarebench.bench import paths
 from flarebench.strategies.backends import smollm2_path
+from flarebench.strategies.llamacpp import vocabulary_only
 
 from .documents import FORMATS, DocumentError, SourceDocument, read_document
 from .questions import DEFAULT_NAMES, Question, QuestionError, read_questions
@@ -80,10 +78,7 @@ class TokenCounter:
 
     def __init__(self) -> None:
         path = smollm2_path()
-        # Without weights llama.cpp knows no training context, and warns on stderr when it makes the
-        # (unused) context: the warning goes through Python's sys.stderr, so it can be caught.
-        with contextlib.redirect_stderr(io.StringIO()):
-            self._vocab = llama_cpp.Llama(model_path=str(path), vocab_only=True, verbose=False)
+        self._vocab = vocabulary_only(model_path=str(path), verbose=False)
         self.name = f"{path.name} (llama.cpp, vocabulary only)"
 
     def __call__(self, text: str) -> int:

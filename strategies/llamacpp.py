@@ -77,6 +77,15 @@ def sha256_file(path: Path) -> str:
     return h.hexdigest()
 
 
+def vocabulary_only(**settings) -> llama_cpp.Llama:
+    """A GGUF file's vocabulary and metadata without its weights (``llama_cpp.Llama`` keyword
+    ``settings``): a fraction of a second and tens of MB. Without weights llama.cpp knows no training
+    context and warns on stderr when it makes the (unused) context; the warning goes through
+    Python's sys.stderr, so it is caught here."""
+    with contextlib.redirect_stderr(io.StringIO()):
+        return llama_cpp.Llama(**settings, vocab_only=True)
+
+
 class LlamaCppLM(LM):
     """A GGUF model run in-process. ``name`` is the spec it was made from (``llamacpp:smollm2``)."""
 
@@ -111,11 +120,7 @@ class LlamaCppLM(LM):
             "verbose": False,
             "logits_all": False,
         }
-        if weights:
-            self._llm = llama_cpp.Llama(**self._settings)
-        else:  # llama.cpp warns that a vocabulary alone has no training context: nothing to act on
-            with contextlib.redirect_stderr(io.StringIO()):
-                self._llm = llama_cpp.Llama(**self._settings, vocab_only=True)
+        self._llm = llama_cpp.Llama(**self._settings) if weights else vocabulary_only(**self._settings)
         self._ctx = self._llm._ctx.ctx
         self._n_vocab = self._llm.n_vocab()
         self._eog = {t for t in range(self._n_vocab) if llama_cpp.llama_vocab_is_eog(self._llm._model.vocab, t)}
