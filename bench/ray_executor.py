@@ -86,10 +86,14 @@ class RaySettings:
 class ProbeWorker:
     """A Ray actor's body: the run's backends and strategies, built once; runs one probe a call."""
 
-    def __init__(self, recipe: BackendRecipe, specs: list[str], defaults: dict | None):
+    def __init__(self, recipe: BackendRecipe, specs: list[str], defaults: dict | None, env: dict[str, str]):
         from flarebench.bench.runner import warm_up
         from flarebench.strategies.registry import parse_spec
 
+        # The driver's settings (:func:`_worker_env`) come as an argument, not as Ray's runtime_env:
+        # Ray's runtime-env agent writes a runtime_env's values into its log on every node (an API
+        # key too), and an actor with one cannot take the workers Ray starts ahead for the job.
+        os.environ.update(env)
         self.backends = recipe.build()  # loads the --plugin modules first: their strategies parse
         self.strategies = {spec: parse_spec(spec, defaults) for spec in specs}
         # Each worker's own backends: the prefixes are evaluated before any probe is timed.
@@ -181,11 +185,11 @@ def _dispatch(ray, pairs, settings, recipe, defaults, log, progress, done, total
         num_cpus=settings.cpus_per_worker,
         max_restarts=MAX_RESTARTS,
         max_task_retries=MAX_TASK_RETRIES,
-        runtime_env={"env_vars": _worker_env(recipe)},
     )
     specs = list(dict.fromkeys(spec for spec, _ in pairs))
-    # The recipe goes by value: a worker started again rebuilds from its own copy of it.
-    workers = [actor.remote(recipe, specs, defaults) for _ in range(settings.workers)]
+    # The recipe and the environment go by value: a worker started again rebuilds from its own copy.
+    env = _worker_env(recipe)
+    workers = [actor.remote(recipe, specs, defaults, env) for _ in range(settings.workers)]
     pings = {w.ready.remote(): i for i, w in enumerate(workers)}
     queue = deque(pairs)
     in_flight: dict = {}  # object ref -> (worker index, (spec, probe))

@@ -1,7 +1,8 @@
 """``--executor ray`` (bench/ray_executor.py) without the model: every worker answers with the
 scripted LM of tests/fixtures/ray_lm.py. A run on a local Ray instance gives the sequential run's
 traces; on a cluster of two Ray nodes on 127.0.0.1 (started and stopped here) a worker killed
-mid-run loses and duplicates nothing, and Ctrl-C on the driver keeps what finished and resumes.
+mid-run loses and duplicates nothing (and the driver's API key reaches every worker without
+reaching a file of Ray's), and Ctrl-C on the driver keeps what finished and resumes.
 The options are refused in one line when wrong. The same answers with the real model:
 tests/test_ray_model.py."""
 
@@ -11,9 +12,11 @@ import contextlib
 import json
 import os
 import re
+import shutil
 import signal
 import subprocess
 import sys
+import tempfile
 import time
 from collections.abc import Iterator
 from pathlib import Path
@@ -30,6 +33,8 @@ pytest.importorskip("ray")
 REPO = Path(__file__).resolve().parents[1]
 PLUGIN = str(REPO / "tests" / "fixtures" / "ray_lm.py")
 SPECS = ["--strategy", "single_time", "--strategy", "flare_direct"]
+#: The API key of a driver: the workers must see it, and no file of Ray's may hold it.
+KEY = "sk-flarebench-ray-test-4f1c9e"
 
 
 def _env(**extra: str) -> dict[str, str]:
@@ -111,14 +116,20 @@ def test_a_ray_run_on_a_local_instance_gives_the_sequential_traces(tmp_path, iso
 
 @pytest.fixture(scope="module")
 def cluster(tmp_path_factory):
-    """Two Ray nodes on 127.0.0.1 (one CPU each, so the two workers sit on different nodes); the
+    """Two Ray nodes on 127.0.0.1 (one CPU each, so the two workers sit on different nodes), started
+    without an API key and with a Ray folder of their own (``$RAY_TMPDIR``: sessions, logs); the
     workers write their process ids into the ``pids`` folder."""
     root = tmp_path_factory.mktemp("ray-cluster")
     pids = root / "pids"
     pids.mkdir()
-    env = _env(FLAREBENCH_TEST_PIDS=str(pids))
-    with ray_cluster(root, env) as address:
-        yield address, pids, env
+    ray_tmp = tempfile.mkdtemp(prefix="ray-")  # not under root: Ray's socket paths must stay short
+    env = _env(FLAREBENCH_TEST_PIDS=str(pids), RAY_TMPDIR=ray_tmp)
+    env.pop("OPENAI_API_KEY", None)
+    try:
+        with ray_cluster(root, env) as address:
+            yield address, pids, env
+    finally:
+        shutil.rmtree(ray_tmp, ignore_errors=True)
 
 
 @contextlib.contextmanager
@@ -134,11 +145,12 @@ def _held(cluster) -> Iterator[Path]:
         hold.unlink(missing_ok=True)
 
 
-def _start_on_the_cluster(cluster, run_dir: Path) -> tuple[subprocess.Popen, list[str]]:
-    """A run on the cluster's two workers, once its first trace is written: (driver, command)."""
+def _start_on_the_cluster(cluster, run_dir: Path, **driver_env: str) -> tuple[subprocess.Popen, list[str]]:
+    """A run on the cluster's two workers, once its first trace is written: (driver, command). The
+    driver's environment is the nodes' with ``driver_env``."""
     address, _, env = cluster
     cmd = _command(run_dir, "--executor", "ray", "--ray-address", address, "--workers", "2")
-    proc = subprocess.Popen(cmd, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    proc = subprocess.Popen(cmd, env={**env, **driver_env}, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     _wait_for_a_trace(run_dir, proc)
     return proc, cmd
 
@@ -148,12 +160,23 @@ def _pids(folder: Path) -> set[int]:
     return {int(p.name) for p in folder.iterdir() if p.name.isdigit()}
 
 
+def _files_holding(folder: Path, text: str) -> list[Path]:
+    """The files under ``folder`` whose bytes hold ``text`` (sockets and files gone meanwhile skipped)."""
+    found = []
+    for path in folder.rglob("*"):
+        with contextlib.suppress(OSError):
+            if path.is_file() and text.encode() in path.read_bytes():
+                found.append(path)
+    return found
+
+
 @pytest.mark.slow
 def test_a_killed_worker_loses_nothing_and_duplicates_nothing(cluster, tmp_path):
-    _, pids, _ = cluster
+    _, pids, env = cluster
     run_dir = tmp_path / "run"
+    earlier = _pids(pids)
     with _held(cluster) as hold:
-        proc, _ = _start_on_the_cluster(cluster, run_dir)
+        proc, _ = _start_on_the_cluster(cluster, run_dir, OPENAI_API_KEY=KEY)
         workers = _pids(pids) - {proc.pid}
         victim = max(workers, key=lambda pid: (pids / str(pid)).stat().st_mtime)  # one of this run's workers
         os.kill(victim, signal.SIGKILL)  # while it holds a probe
@@ -165,6 +188,13 @@ def test_a_killed_worker_loses_nothing_and_duplicates_nothing(cluster, tmp_path)
     assert all(t["error"] is None for t in _lines(run_dir))
     # Ray started the killed worker again (it wrote a new process id) and it took its probes back.
     assert _pids(pids) - workers - {proc.pid}
+    # The driver's key reached this run's workers, the one started again too, on nodes started
+    # without it; and no file of Ray's (the session's logs of both nodes) holds it.
+    run_workers = _pids(pids) - earlier - {proc.pid}
+    assert len(run_workers) >= 3 and {(pids / str(pid)).read_text() for pid in run_workers} == {KEY}
+    ray_tmp = Path(env["RAY_TMPDIR"])
+    assert any((ray_tmp / "ray").glob("session_*/logs/*")), "the cluster's Ray folder is not $RAY_TMPDIR"
+    assert _files_holding(ray_tmp, KEY) == []
 
 
 @pytest.mark.slow
