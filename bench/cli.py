@@ -806,7 +806,7 @@ def _freeze_imports() -> None:
     """Import what scoring and the report use, then move every object made so far into the garbage
     collector's permanent generation. The imported modules' objects live as long as the process;
     without this, every full collection walks them again (about 15% of a short scripted run's CPU)."""
-    import flarebench.bench.html  # noqa: F401 (pandas, matplotlib and the scorers with it)
+    import flarebench.bench.html  # noqa: F401 (pandas and the scorers with it; matplotlib loads when a plot is drawn)
     import flarebench.bench.session  # noqa: F401
 
     gc.freeze()

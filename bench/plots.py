@@ -9,13 +9,16 @@ from __future__ import annotations
 import io
 import math
 from collections.abc import Sequence
+from typing import TYPE_CHECKING
 
 import numpy as np
 import pandas as pd
-from matplotlib.figure import Figure
 
 from flarebench.strategies.registry import with_param
 from flarebench.strategies.triggers import fires_high
+
+if TYPE_CHECKING:
+    from matplotlib.figure import Figure
 
 #: The quality axis of every plot: F1 of the stated answer (graded, unlike EM, so small models
 #: with few exact answers still show differences).
@@ -38,6 +41,14 @@ def pareto_front(cost: Sequence[float], quality: Sequence[float]) -> list[int]:
             front.append(i)
             best = -neg_q
     return front
+
+
+def _figure(width: float, height: float) -> Figure:
+    """A new figure of that size in inches. matplotlib is imported here, when a plot is drawn: a
+    command that only scores (``flarebench score``) never pays for its import (about 0.25 s)."""
+    from matplotlib.figure import Figure
+
+    return Figure(figsize=(width, height))
 
 
 def _png(fig: Figure) -> bytes:
@@ -72,7 +83,7 @@ def tradeoff(summary: pd.DataFrame, x: str, x_label: str) -> bytes | None:
     ys = pd.to_numeric(frame[QUALITY], errors="coerce").to_numpy(dtype=float)
     if (~np.isnan(xs) & ~np.isnan(ys)).sum() < 2:
         return None
-    fig = Figure(figsize=(6.4, 4.2))
+    fig = _figure(6.4, 4.2)
     ax = fig.subplots()
     ax.scatter(xs, ys, color="#4c78a8", zorder=3)
     right_half = np.nanmin(xs) + (np.nanmax(xs) - np.nanmin(xs)) / 2
@@ -112,7 +123,7 @@ def sweep(summary: pd.DataFrame, study: dict) -> bytes | None:
         numeric = True
     except ValueError:
         xs, numeric = list(range(len(values))), False
-    fig = Figure(figsize=(9.6, 3.8))
+    fig = _figure(9.6, 3.8)
     left, right = fig.subplots(1, 2)
     drawn = False
     for base in bases:
@@ -148,7 +159,7 @@ def calibration(summary: pd.DataFrame, study: dict) -> bytes | None:
     if not records:
         return None
     test = {r["strategy"]: r for r in summary.to_dict("records")}
-    fig = Figure(figsize=(7.2, 4.4))
+    fig = _figure(7.2, 4.4)
     ax = fig.subplots()
     for cal in records:
         points = sorted((p[metric], p[QUALITY]) for p in cal["points"] if not _missing(p[metric], p[QUALITY]))
@@ -180,7 +191,7 @@ def latency(rows: pd.DataFrame, order: list[str]) -> bytes | None:
     data = [(s, v) for s, v in data if len(v)]
     if not data:
         return None
-    fig = Figure(figsize=(6.4, 0.5 * len(data) + 1.4))
+    fig = _figure(6.4, 0.5 * len(data) + 1.4)
     ax = fig.subplots()
     ax.boxplot([v for _, v in data], orientation="horizontal", tick_labels=[s for s, _ in data])
     p95 = [float(np.percentile(v, 95)) for _, v in data]
@@ -211,7 +222,7 @@ def gate(rows: pd.DataFrame, order: list[str]) -> bytes | None:
         return None
     cols = min(3, len(specs))
     n_rows = math.ceil(len(specs) / cols)
-    fig = Figure(figsize=(3.6 * cols, 2.8 * n_rows))
+    fig = _figure(3.6 * cols, 2.8 * n_rows)
     axes = np.atleast_1d(fig.subplots(n_rows, cols, squeeze=False)).ravel()
     for ax, spec in zip(axes, specs):
         g = rows[(rows["strategy"] == spec) & rows["gate_score"].notna()]
