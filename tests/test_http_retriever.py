@@ -24,6 +24,7 @@ from flarebench.strategies.http_retriever import HttpRetriever
 from flarebench.strategies.lm import LMUnavailable
 from flarebench.strategies.records import Passage
 from flarebench.strategies.registry import parse_spec
+from tests.console import files_holding
 from tests.scripted import ScriptedLM, run_cli
 from tests.servers import JSONHandler, free_port, http_service
 
@@ -357,8 +358,7 @@ def test_secrets_in_the_url_are_sent_but_never_recorded_or_shown(phantom_search,
     errors = [json.loads(line)["error"] for line in (run_dir / "traces.jsonl").read_text().splitlines()]
     assert errors[1] is None and errors[0].startswith(f"ServiceError: the search service at {shown} answered HTTP 400")
     assert "api_key=***" in errors[0].split(" 400: ")[1]  # the echoed key too
-    leaked = [p.name for p in run_dir.rglob("*") if p.is_file() and secret in p.read_text(errors="replace")]
-    assert leaked == [] and secret not in out + err
+    assert files_holding(run_dir, secret) == [] and secret not in out + err
 
 
 def test_an_unreachable_service_message_is_redacted_too(tmp_path):

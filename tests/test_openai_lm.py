@@ -35,6 +35,7 @@ from flarebench.strategies.openai_lm import OpenAILM
 from flarebench.strategies.records import Step
 from flarebench.strategies.registry import parse_spec
 from tests import servers
+from tests.console import files_holding
 from tests.scripted import ScriptedLM
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -644,10 +645,6 @@ def _server_args(url: str, *more: str) -> list[str]:
     return ["--lm", "openai:smollm2", "--lm-base-url", url, "--lm-api-key-env", KEY_ENV, *more]
 
 
-def _files_holding(run_dir: Path, secret: str) -> list[str]:
-    return [str(p) for p in run_dir.rglob("*") if p.is_file() and secret.encode() in p.read_bytes()]
-
-
 @pytest.mark.slow
 def test_flare_direct_is_refused_on_an_endpoint_without_logprobs(scripted, tmp_path):
     scripted.logprobs = False
@@ -681,7 +678,7 @@ def test_the_key_is_sent_but_never_written(scripted, tmp_path):
     info = json.loads((run_dir / "run.json").read_text())
     assert info["config"]["lm"]["base_url"] == scripted.endpoint.url + "/"
     assert KEY_ENV in info["command"] and SECRET not in info["command"]
-    assert _files_holding(run_dir, SECRET) == [] and SECRET not in r.stdout + r.stderr
+    assert files_holding(run_dir, SECRET) == [] and SECRET not in r.stdout + r.stderr
     assert len(list(run_dir.iterdir())) >= 4
 
 
@@ -821,7 +818,7 @@ def test_served_answers_match_in_process_ones(reference):
     info = json.loads((server_dirs[1] / "run.json").read_text())
     assert info["config"]["lm"]["capabilities"]["logprobs"] is True
     # The key is sent with every request and written nowhere.
-    assert all(_files_holding(folder, SECRET) == [] for folder in server_dirs)
+    assert all(files_holding(folder, SECRET) == [] for folder in server_dirs)
 
 
 def _check_faults(proxy: Proxy, args: list[str], run_dir: Path) -> None:
@@ -841,7 +838,7 @@ def _check_faults(proxy: Proxy, args: list[str], run_dir: Path) -> None:
     with open(run_dir / "summary.csv") as f:
         [row] = csv.DictReader(f)
     assert row["errors"] == "3" and row["n"] == "4"
-    assert proxy.auth == {f"Bearer {SECRET}"} and _files_holding(run_dir, SECRET) == []
+    assert proxy.auth == {f"Bearer {SECRET}"} and files_holding(run_dir, SECRET) == []
 
 
 def _check_gone_and_resumed(proxy: Proxy, args: list[str], run_dir: Path, probe_ids: list[str]) -> dict:
@@ -864,7 +861,7 @@ def _check_gone_and_resumed(proxy: Proxy, args: list[str], run_dir: Path, probe_
     proxy.endpoint.down()
     assert r.returncode == 0, r.stdout + r.stderr
     assert [t["probe_id"] for t in _traces(run_dir)] == probe_ids
-    assert _files_holding(run_dir, SECRET) == []
+    assert files_holding(run_dir, SECRET) == []
     return _answers(run_dir)
 
 

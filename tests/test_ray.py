@@ -26,6 +26,7 @@ import pytest
 from flarebench.bench.cli import main
 from flarebench.bench.session import BenchSession, ConfigError
 from flarebench.strategies import plugins
+from tests.console import files_holding
 from tests.servers import ray_cluster
 
 pytest.importorskip("ray")
@@ -160,16 +161,6 @@ def _pids(folder: Path) -> set[int]:
     return {int(p.name) for p in folder.iterdir() if p.name.isdigit()}
 
 
-def _files_holding(folder: Path, text: str) -> list[Path]:
-    """The files under ``folder`` whose bytes hold ``text`` (sockets and files gone meanwhile skipped)."""
-    found = []
-    for path in folder.rglob("*"):
-        with contextlib.suppress(OSError):
-            if path.is_file() and text.encode() in path.read_bytes():
-                found.append(path)
-    return found
-
-
 @pytest.mark.slow
 def test_a_killed_worker_loses_nothing_and_duplicates_nothing(cluster, tmp_path):
     _, pids, env = cluster
@@ -194,7 +185,7 @@ def test_a_killed_worker_loses_nothing_and_duplicates_nothing(cluster, tmp_path)
     assert len(run_workers) >= 3 and {(pids / str(pid)).read_text() for pid in run_workers} == {KEY}
     ray_tmp = Path(env["RAY_TMPDIR"])
     assert any((ray_tmp / "ray").glob("session_*/logs/*")), "the cluster's Ray folder is not $RAY_TMPDIR"
-    assert _files_holding(ray_tmp, KEY) == []
+    assert files_holding(ray_tmp, KEY) == []
 
 
 @pytest.mark.slow
