@@ -76,8 +76,9 @@ RUN_OPTIONS: tuple[Option, ...] = (
     ),
     Option(
         "--probes",
-        "probe set: a shipped name (see `python -m flarebench.probes list`) or a folder in the probe "
-        "format (default: phantomwiki)",
+        "probe set: a shipped name (see `python -m flarebench.probes list`), a folder in the probe format, or "
+        "an official HotpotQA, 2WikiMultihopQA, ASQA or StrategyQA JSON file (see --probes-format) "
+        "(default: phantomwiki)",
         default="phantomwiki",
         metavar="NAME|PATH",
     ),
@@ -117,7 +118,8 @@ RUN_OPTIONS: tuple[Option, ...] = (
     Option(
         "--lm-retries",
         "retries of one --lm openai:MODEL request on a timeout, connection error, 429 or 5xx, with exponential "
-        "backoff (0.5, 1, 2, 4, 8 s); after them the run stops and can be resumed (default: 4)",
+        "backoff (0.5, 1, 2, 4 s for the default 4, at most 8 s each, with jitter); after them the run stops and "
+        "can be resumed (default: 4)",
         type=int,
         metavar="N",
     ),

@@ -72,8 +72,9 @@ def gate_notes(summary: pd.DataFrame, scoring: Scoring) -> list[str]:
     Column(
         "gate_auroc",
         "Is the confidence gate informative? Over answers whose steps a confidence gate judged "
-        "(FLARE direct), the AUROC of the answer's least confident gate score (for the default trigger min_prob, "
-        "the lowest token probability of its drafted sentences, as recorded in each step) for telling right answers "
+        "(flare_direct's drafted sentences, adaptive's whole draft), the AUROC of the answer's least confident gate "
+        "score (for the default trigger min_prob, the lowest token probability of its drafts, as recorded in each "
+        "step) for telling right answers "
         "(em 1) from wrong ones (em 0): the chance that a random right answer is judged more confident than a random "
         "wrong one (a higher score; a lower one for triggers that fire high, entropy and self_check), ties 1/2. "
         "1 = informative, 0.5 = chance, below 0.5 = inverted. A long answer is graded by its share of required "
