@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import functools
 import json
+import shlex
 import subprocess
 import sys
 import time
@@ -190,6 +191,16 @@ def test_the_default_tolerances_declared_by_the_scorers():
         ("latency_p95_ratio", {"max_rise_rel": 0.25}),
     ]
     assert ALWAYS_GATED == {"n": {"max_drop": 0}, "errors": {"max_rise": 0}}
+
+
+def test_the_smoke_baselines_command_remakes_its_tolerances():
+    # The README tells a maintainer to remake bench/baselines/smoke.json with the command the file
+    # records: its --tolerance options must give the tolerances the file holds (a hand-loosened
+    # bound that the command still sets tighter would come back on the next remake).
+    doc = json.loads((ROOT / "bench" / "baselines" / "smoke.json").read_text())
+    words = shlex.split(doc["command"])
+    overrides = [words[i + 1] for i, word in enumerate(words) if word == "--tolerance"]
+    assert overrides and apply_overrides(DEFAULT_TOLERANCES, overrides) == doc["tolerances"]
 
 
 def _fingerprint(k=3, source="phantomwiki", limit=3):
