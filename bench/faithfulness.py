@@ -89,6 +89,7 @@ from flarebench.bench.answers import echo_of, long_answer_text, split_items
 from flarebench.bench.support import METHOD as LEXICAL_METHOD
 from flarebench.bench.support import claim_supported, content_tokens
 from flarebench.strategies.flare_instruct import SEARCH_CALL_RE
+from flarebench.strategies.http_client import base_url_problem
 from flarebench.strategies.records import Trace
 from flarebench.strategies.sentences import split_sentences
 
@@ -241,6 +242,9 @@ def parse_judge(spec: str | None, base_url: str | None = None, env: Mapping[str,
     if json_mode not in JSON_MODES:
         raise JudgeError(f"JUDGE_JSON_MODE={json_mode!r}; expected one of {', '.join(JSON_MODES)}")
     url = base_url or env.get("JUDGE_BASE_URL") or env.get("OPENAI_BASE_URL") or None
+    if url and (why := base_url_problem(url)):
+        source = "$JUDGE_BASE_URL" if env.get("JUDGE_BASE_URL") else "$OPENAI_BASE_URL"
+        raise JudgeError(f"{'--judge-base-url' if base_url else source}: {why}")
     key = env.get("JUDGE_API_KEY") or env.get("OPENAI_API_KEY") or None
     if key is None:
         if not url:

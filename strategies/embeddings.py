@@ -36,7 +36,7 @@ class OpenAIEmbedder:
 
         self.model = model
         self.name = f"openai:{model}"
-        self._client, url = endpoint_client(base_url, api_key, timeout, max_retries)
+        self._client, url = endpoint_client(base_url, api_key, timeout, max_retries, "--embed-base-url")
         self.base_url = url.rstrip("/")
         self.pooling = "server"
         canary = self.embed([CANARY])[0]

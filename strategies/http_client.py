@@ -138,6 +138,18 @@ def is_http_url(url: str) -> bool:
     return parts.scheme in ("http", "https") and bool(parts.hostname)
 
 
+def base_url_problem(url: str) -> str | None:
+    """Why ``url`` cannot be an OpenAI-compatible endpoint's base URL, else None: it must be an
+    ``http://`` or ``https://`` URL without a query string or fragment (the openai client appends
+    its paths to the URL's text, so ``/v1?key=K`` would become ``/v1?key=K/completions``)."""
+    if not is_http_url(url):
+        return f"{redact_url(url)!r} is not an http:// or https:// URL"
+    parts = urllib.parse.urlsplit(url)
+    if parts.query or parts.fragment:
+        return f"{redact_url(url)}: a query string or fragment cannot be kept (give a key in a variable)"
+    return None
+
+
 def redact_url(url: str) -> str:
     """``url`` with its credentials (``user:password@``) and the values of its key-like query
     parameters (``api_key``, ``token``, ``secret``, ...) replaced by ``***``."""

@@ -56,6 +56,7 @@ from dataclasses import asdict, dataclass
 import httpx
 import openai
 
+from flarebench.strategies.http_client import base_url_problem
 from flarebench.strategies.lm import (  # the timeout, retry and unavailable settings are shared with http
     DEFAULT_MAX_RETRIES,
     DEFAULT_TIMEOUT,
@@ -442,11 +443,19 @@ _PATH = {"completions": "completions", "chat": "chat/completions"}
 
 
 def endpoint_client(
-    base_url: str | None, api_key: str | None, timeout: float = DEFAULT_TIMEOUT, max_retries: int = DEFAULT_MAX_RETRIES
+    base_url: str | None,
+    api_key: str | None,
+    timeout: float = DEFAULT_TIMEOUT,
+    max_retries: int = DEFAULT_MAX_RETRIES,
+    option: str = "--lm-base-url",
 ) -> tuple[openai.OpenAI, str]:
     """An openai client of the endpoint at ``base_url`` (else ``$OPENAI_BASE_URL``) with ``api_key``
     (else ``$OPENAI_API_KEY``; a local server needs none), and its base URL as run.json may record
-    it: without credentials. ``--lm``, ``--embed`` and ``--rerank`` share it."""
+    it: without credentials. ``--lm``, ``--embed`` and ``--rerank`` share it. A URL that is no
+    endpoint's base URL raises ValueError naming ``option`` (or the variable it came from)."""
+    url = base_url or os.environ.get("OPENAI_BASE_URL")
+    if url and (why := base_url_problem(url)):
+        raise ValueError(f"{option if base_url else '$OPENAI_BASE_URL'}: {why}")
     key = api_key or os.environ.get("OPENAI_API_KEY") or NO_KEY
     client = openai.OpenAI(base_url=base_url, api_key=key, timeout=timeout, max_retries=max_retries)
     return client, _without_credentials(str(client.base_url))

@@ -92,7 +92,7 @@ class EndpointReranker:
         self.model = model
         self.name = f"openai:{model}"
         # The openai client's timeouts and retries, as for --lm openai.
-        self._client, url = endpoint_client(base_url, api_key)
+        self._client, url = endpoint_client(base_url, api_key, option="--embed-base-url")
         self.base_url = url.rstrip("/")
         try:
             self._post("capability probe", ["capability probe"])

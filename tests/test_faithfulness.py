@@ -241,6 +241,10 @@ def test_parse_judge():
     )
     assert (j.base_url, j.api_key) == ("http://flag/v1", "k1")
     assert parse_judge("openai:m", "http://127.0.0.1:8000/v1", env={}).api_key == "no-key"
+    with pytest.raises(JudgeError, match=r"^--judge-base-url: http://h/v1\?token=\*\*\*: a query string"):
+        parse_judge("openai:m", "http://h/v1?token=abc", env={})
+    with pytest.raises(JudgeError, match=r"^\$JUDGE_BASE_URL: 'h:80' is not an http:// or https:// URL$"):
+        parse_judge("openai:m", env={"JUDGE_BASE_URL": "h:80", "JUDGE_API_KEY": "k"})
     with pytest.raises(JudgeError, match="no API key"):
         parse_judge("openai:m", env={})
     assert parse_judge("openai:m", "http://h/v1", env={"JUDGE_JSON_MODE": "json_schema"}).json_mode == "json_schema"

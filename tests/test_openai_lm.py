@@ -15,6 +15,7 @@ import http.server
 import json
 import math
 import os
+import re
 import socket
 import subprocess
 import sys
@@ -456,6 +457,28 @@ def test_an_unreachable_server_at_start_is_lm_unavailable():
         port = s.getsockname()[1]
     with pytest.raises(LMUnavailable, match=f"127.0.0.1:{port}/v1/ is unreachable"):
         OpenAILM("m", base_url=f"http://127.0.0.1:{port}/v1", max_retries=0)
+
+
+def test_a_base_url_that_is_no_endpoint_is_refused_before_it_is_asked(monkeypatch, tmp_path):
+    # The openai client appends its paths to the URL's text: a query string (a key in the URL) would
+    # be mangled into every request and printed in the "unreachable" line; a URL without http(s)
+    # would be reported as an unreachable server, a run folder opened and resuming suggested.
+    cases = {
+        "ftp://x": "--lm-base-url: 'ftp://x' is not an http:// or https:// URL",
+        "http://127.0.0.1:1/v1?api_key=sk-in-url": "--lm-base-url: http://127.0.0.1:1/v1?api_key=***: a query string",
+        "http://127.0.0.1:1/v1#frag": "--lm-base-url: http://127.0.0.1:1/v1#frag: a query string",
+    }
+    for url, message in cases.items():
+        with pytest.raises(ValueError, match=re.escape(message)) as e:
+            make_lm("openai:m", base_url=url, max_retries=0)
+        assert "sk-in-url" not in str(e.value)
+    monkeypatch.setenv("OPENAI_BASE_URL", "localhost:8000/v1")
+    with pytest.raises(ValueError, match=r"^\$OPENAI_BASE_URL: 'localhost:8000/v1' is not an http"):
+        make_lm("openai:m", max_retries=0)
+    with pytest.raises(ConfigError, match=r"^--lm-base-url: 'nonsense' is not an http"):
+        BenchSession(strategy=["single_time"], lm="openai:m", lm_base_url="nonsense", limit=1, progress=False,
+                     report_dir=str(tmp_path / "run"))  # fmt: skip
+    assert not (tmp_path / "run").exists()
 
 
 def test_make_lm_reads_the_key_from_the_named_variable(scripted, monkeypatch):
