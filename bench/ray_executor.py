@@ -19,6 +19,7 @@ import contextlib
 import logging
 import os
 import re
+import socket
 import sys
 from collections import Counter, deque
 from collections.abc import Iterator
@@ -48,6 +49,9 @@ IN_FLIGHT = 2
 #: URL and key, the BM25 index cache, the in-process model's threads that run.json records), besides
 #: the key variables the options name.
 PASSED_ENV = ("OPENAI_BASE_URL", "OPENAI_API_KEY", "FLAREBENCH_CACHE", "FLAREBENCH_LM_THREADS", "HF_HUB_OFFLINE")
+#: Seconds to wait for a TCP connection to --ray-address's head before Ray is asked to join it:
+#: ray.init retries a head that is not there for many minutes, printing its own log lines.
+REACH_TIMEOUT = 10.0
 #: The logger of Ray's notice that a new local instance uses token authentication (Ray's default
 #: where $RAY_AUTH_MODE is unset): a WARNING line amid the run's bar that asks nothing of the user.
 #: Held at ERROR while the run starts its own instance.
@@ -108,6 +112,36 @@ class ProbeWorker:
         return run_probe(spec, self.strategies[spec], probe, self.backends.lm, self.backends.retriever)
 
 
+def address_problem(address: str) -> str | None:
+    """Why ``address`` is no --ray-address (``auto``, or ``HOST:PORT`` of a Ray head), else None."""
+    if address == "auto":
+        return None
+    host, colon, port = address.rpartition(":")
+    if not colon or not host.strip("[]") or "/" in address or not port.isdigit() or not 0 < int(port) < 65536:
+        return f"--ray-address must be HOST:PORT of a Ray head (a port 1-65535) or auto, got {address!r}"
+    return None
+
+
+def _reach(address: str) -> None:
+    """Raise RayRunError at once, naming ``address`` as given, when no head answers there (``auto``:
+    the cluster Ray would join, when it knows one)."""
+    target = address
+    if address == "auto":
+        try:  # where Ray would look; a private helper, so anything unexpected leaves the check to ray.init
+            from ray._private.services import get_ray_address_from_environment
+
+            target = get_ray_address_from_environment("auto", None)
+        except Exception:
+            return
+        if not target or address_problem(target):
+            return  # no cluster known: ray.init says so at once
+    host, _, port = target.rpartition(":")
+    try:
+        socket.create_connection((host.strip("[]"), int(port)), timeout=REACH_TIMEOUT).close()
+    except (OSError, ValueError) as e:
+        raise RayRunError(f"--executor ray: no Ray cluster answers at {address} ({e})") from None
+
+
 def import_ray():
     """The ray module; ImportError, in one line naming the extra to install, without it."""
     try:
@@ -133,8 +167,12 @@ def run_on_ray(
     back is kept); RayRunError when Ray cannot start or every worker is lost."""
     ray = import_ray()
     os.environ.setdefault("RAY_USAGE_STATS_ENABLED", "0")  # nothing leaves the machine
+    # No more workers than pairs to run: each one builds the backends before it answers anything.
+    settings = replace(settings, workers=min(settings.workers, len(pairs)))
     started = not ray.is_initialized()
     if started:
+        if settings.address:
+            _reach(settings.address)
         quiet = {"log_to_driver": False, "logging_level": logging.WARNING}  # the run's bar, not Ray's logs
         try:
             with sigterm_kept():  # SIGTERM stops the run as Ctrl-C does, not as Ray's sys.exit
@@ -148,11 +186,35 @@ def run_on_ray(
                         ray.init(address="local", num_cpus=cpus, include_dashboard=False, **quiet)
         except (ConnectionError, RuntimeError, ValueError) as e:
             raise RayRunError(f"--executor ray: cannot start or reach Ray ({_first_line(e)})") from None
+    with _errors_unprinted():
+        try:
+            yield from _dispatch(ray, pairs, settings, _portable(recipe), defaults, log, progress, done, totals)
+        finally:
+            if started:
+                ray.shutdown()  # the driver's actors go with it
+
+
+@contextlib.contextmanager
+def _errors_unprinted() -> Iterator[None]:
+    """Within the block, the driver does not print the error messages Ray sends it (a worker's
+    failed task or actor, with its traceback, once per retry; "(raylet)" lines on stdout, even with
+    log_to_driver off): the run reports what failed in one line of its own. Ray prints them from a
+    thread through a private module function, replaced here and put back after."""
+    worker = sys.modules.get("ray._private.worker")
+    printer = getattr(worker, "print_to_stdstream", None)
+    if printer is None:
+        yield
+        return
+
+    def unprinted(data, *args, **kwargs):
+        if data.get("pid") != "raylet":
+            printer(data, *args, **kwargs)
+
+    worker.print_to_stdstream = unprinted
     try:
-        yield from _dispatch(ray, pairs, settings, _portable(recipe), defaults, log, progress, done, totals)
+        yield
     finally:
-        if started:
-            ray.shutdown()  # the driver's actors go with it
+        worker.print_to_stdstream = printer
 
 
 @contextlib.contextmanager
@@ -200,8 +262,10 @@ def _dispatch(ray, pairs, settings, recipe, defaults, log, progress, done, total
     done, totals = done or Counter(), totals or Counter(spec for spec, _ in pairs)
 
     def fill() -> None:
+        # Only to workers that are up: a worker Ray cannot place yet (no free CPU on the cluster)
+        # would hold its probes for as long as it waits.
         for i, w in enumerate(workers):
-            while queue and unavailable is None and i not in lost and load[i] < IN_FLIGHT:
+            while queue and unavailable is None and i in alive and load[i] < IN_FLIGHT:
                 spec, probe = pair = queue.popleft()
                 in_flight[w.run.remote(spec, probe)] = (i, pair)
                 load[i] += 1
@@ -217,7 +281,8 @@ def _dispatch(ray, pairs, settings, recipe, defaults, log, progress, done, total
     with bar, interrupts_polled() as interrupted:
         fill()
         show()
-        while in_flight or pings:
+        # A worker still starting is waited for only while there is a probe it could take.
+        while in_flight or (pings and queue and unavailable is None):
             ready, _ = ray.wait([*in_flight, *pings], num_returns=1, timeout=1.0)
             interrupted()
             for ref in ready:
@@ -243,6 +308,8 @@ def _dispatch(ray, pairs, settings, recipe, defaults, log, progress, done, total
                     queue.appendleft(pair)
                     if not isinstance(e, ActorUnavailableError):  # down past its restarts: gone
                         lost[i] = _first_line(e)
+                    elif i not in pings.values():  # being started again: it takes probes once it is up
+                        pings[workers[i].ready.remote()] = i
                     continue
                 alive.add(i)
                 log.append(trace)

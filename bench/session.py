@@ -27,7 +27,14 @@ from tqdm import tqdm
 from flarebench.bench.bounds import with_bounds
 from flarebench.bench.config import command_line, fingerprint, first_difference, run_config
 from flarebench.bench.gate import GateError, Gating
-from flarebench.bench.ray_executor import DEFAULT_WORKERS, EXECUTORS, RaySettings, import_ray, run_on_ray
+from flarebench.bench.ray_executor import (
+    DEFAULT_WORKERS,
+    EXECUTORS,
+    RaySettings,
+    address_problem,
+    import_ray,
+    run_on_ray,
+)
 from flarebench.bench.recipe import BackendRecipe
 from flarebench.bench.report import format_table, is_comparison, summary_frame, write_atomic, write_summary
 from flarebench.bench.runlock import LOCK, LockHeld, RunLock
@@ -295,6 +302,8 @@ class BenchSession:
         for flag in ("--workers", "--threads-per-worker"):
             if flags[flag] is not None and flags[flag] < 1:
                 raise ConfigError(f"{flag} must be >= 1, got {flags[flag]}")
+        if self.ray_address is not None and (why := address_problem(self.ray_address)):
+            raise ConfigError(why)
         if self.concurrency > 1:
             raise ConfigError("--concurrency applies to --executor local; with --executor ray, set --workers")
         try:
