@@ -26,7 +26,20 @@ COLUMNS = (
 
 
 class BreakdownError(ValueError):
-    """The field is not a metadata field of the probes."""
+    """The field is not a metadata field of the probes, or cannot name its file."""
+
+
+def csv_name(field: str) -> str:
+    """The file a breakdown by ``field`` is written to, in the run folder: ``breakdown_<field>.csv``.
+    A field that cannot be part of a file name there (a path separator, which could also reach
+    outside the folder; a name too long) raises BreakdownError."""
+    name = f"breakdown_{field}.csv"
+    for bad in ("/", "\\", "\0"):
+        if bad in field:
+            raise BreakdownError(f"--by {field!r}: holds {bad!r}, so it cannot name the file {name!r}")
+    if len(name.encode()) > 255:  # the longest file name Linux, macOS and Windows file systems take
+        raise BreakdownError(f"--by {field[:40]!r}...: too long to name the file breakdown_FIELD.csv")
+    return name
 
 
 def metadata_fields(rows: pd.DataFrame) -> list[str]:

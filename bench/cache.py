@@ -56,9 +56,17 @@ class DiskCache:
         self.path = self.folder / CACHE_FILE
         self._lock = threading.Lock()
         # Autocommit: every entry is on disk as soon as it is written, so an interrupted run keeps it.
-        self._db = sqlite3.connect(self.path, check_same_thread=False, isolation_level=None)
-        self._db.execute("PRAGMA journal_mode=WAL")
-        self._db.execute("CREATE TABLE IF NOT EXISTS entries (key TEXT PRIMARY KEY, value TEXT NOT NULL)")
+        db = None
+        try:  # a damaged file, a folder in its place or another program's database: refused before the run
+            db = sqlite3.connect(self.path, check_same_thread=False, isolation_level=None)
+            db.execute("PRAGMA journal_mode=WAL")
+            db.execute("CREATE TABLE IF NOT EXISTS entries (key TEXT PRIMARY KEY, value TEXT NOT NULL)")
+            db.execute("SELECT key, value FROM entries LIMIT 0")
+        except sqlite3.Error as e:
+            if db is not None:
+                db.close()
+            raise ValueError(f"--cache {self.folder}: {self.path} is not a flarebench cache ({e})") from None
+        self._db = db
 
     def get(self, key: str) -> dict | None:
         with self._lock:

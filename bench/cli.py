@@ -92,6 +92,7 @@ def _compare(args: argparse.Namespace) -> int:
     from flarebench.bench.calibrate import CalibrationError, budget_plans, parse_goal
     from flarebench.strategies.registry import expand
 
+    args.budget = _once(args.budget, "--budget", "compare calibrates to one budget")
     specs = expand(args.strategy)
     if len(specs) < 2:
         raise UserError(f"compare needs at least two strategies (repeat --strategy, or 'all'); got {', '.join(specs)}")
@@ -113,6 +114,8 @@ def _calibrate(args: argparse.Namespace) -> int:
     from flarebench.bench.calibrate import CalibrationError, knob_of, parse_goal
     from flarebench.strategies.registry import expand
 
+    args.target = _once(args.target, "--target", "a calibration has one goal")
+    args.budget = _once(args.budget, "--budget", "a calibration has one goal")
     if not args.strategy:
         raise UserError("calibrate needs --strategy SPEC: the strategy whose budget knob is calibrated")
     if bool(args.target) == bool(args.budget):
@@ -218,12 +221,18 @@ def _calibrated(args: argparse.Namespace, plans: dict, goal, kind: str, extra: d
     return 1 if failed else 0
 
 
+def _once(values: list[str] | None, flag: str, why: str) -> str | None:
+    """The one value of an option parsed with ``action="append"`` (None when absent), so that a
+    repeat is refused in one line saying ``why`` instead of the first value silently dropped."""
+    if values and len(values) > 1:
+        raise UserError(f"{flag} is given {len(values)} times; {why}")
+    return values[0] if values else None
+
+
 def _sweep(args: argparse.Namespace) -> int:
     from flarebench.strategies.registry import SpecError, expand, with_param
 
-    if len(args.param) > 1:
-        raise UserError(f"--param is given {len(args.param)} times; a sweep varies one parameter")
-    args.param = args.param[0]
+    args.param = _once(args.param, "--param", "a sweep varies one parameter")
     key, eq, raw = args.param.partition("=")
     values = [v.strip() for v in raw.split(",")]
     if not eq or not key.strip() or not any(values):
@@ -268,7 +277,9 @@ def _rescore(args: argparse.Namespace):
     except ConfigError as e:
         raise UserError(str(e)) from None
     _check_run_info(info, run_json)
-    if not traces_file.exists():  # scored as no probe, its empty summary would replace the run's
+    # A run stopped before its first probe finished has no traces.jsonl yet and is scored as none
+    # (TraceLog.read); a complete run's was deleted, and its empty summary would replace the run's.
+    if not traces_file.exists() and info.get("status") == "complete":
         raise UserError(f"{traces_file}: not found; RUN_DIR must hold run.json and traces.jsonl")
     config = info["config"]
     probes_cfg = config["probes"]
@@ -382,22 +393,26 @@ def _scored_line(traces: list, selected: int) -> str:
 
 
 def _score(args: argparse.Namespace) -> int:
-    from flarebench.bench.breakdown import BreakdownError, breakdown
+    from flarebench.bench.breakdown import BreakdownError, breakdown, csv_name
     from flarebench.bench.html import REPORT_HTML
     from flarebench.bench.report import format_table, probe_rows, write_atomic
 
+    try:  # a field that cannot name its file is refused before anything is scored
+        files = {field: csv_name(field) for field in args.by or []}
+    except BreakdownError as e:
+        raise UserError(str(e)) from None
     run_dir, info, traces, probe_set, summary, line = _rescore(args)
     rows = probe_rows(traces, {p.id: p for p in probe_set.probes}) if args.by else None
     try:  # every --by field is checked before anything is written
-        tables = {field: breakdown(rows, field, list(info["config"]["strategies"])) for field in args.by or []}
+        tables = {field: breakdown(rows, field, list(info["config"]["strategies"])) for field in files}
     except BreakdownError as e:
         raise UserError(str(e)) from None
     if _publish(run_dir, info, summary, line) and (run_dir / REPORT_HTML).exists():
         print(f"{run_dir / REPORT_HTML} still shows the earlier scoring: flarebench report {run_dir} rebuilds it")
     print(format_table(summary))
     for field, table in tables.items():
-        write_atomic(run_dir / f"breakdown_{field}.csv", table.to_csv(index=False, float_format="%.6g"))
-        print(f"\nby {field} (breakdown_{field}.csv):\n{format_table(table)}")
+        write_atomic(run_dir / files[field], table.to_csv(index=False, float_format="%.6g"))
+        print(f"\nby {field} ({files[field]}):\n{format_table(table)}")
     _triggers(run_dir, traces, probe_set, rows)
     return 0
 
@@ -553,7 +568,7 @@ def _init(args: argparse.Namespace) -> int:
     here = target.resolve() == Path.cwd().resolve()
     print(
         f"next: {'' if here else f'cd {shlex.quote(str(target))} && '}pytest bench --limit 1   "
-        "(then edit bench/probes and flarebench.toml; bench/README.md says how to gate CI)"
+        f"(then edit bench/probes and {done.settings}; bench/README.md says how to gate CI)"
     )
     return 0
 
@@ -573,7 +588,12 @@ def _add_run_options(
 
 
 def _add_calibration_options(parser: argparse.ArgumentParser, budget_help: str) -> None:
-    parser.add_argument("--budget", metavar="METRIC=VALUE", help=budget_help)
+    parser.add_argument(
+        "--budget",
+        action="append",  # given twice is refused (_once), not the first silently dropped
+        metavar="METRIC=VALUE",
+        help=budget_help,
+    )
     parser.add_argument(
         "--objective",
         metavar="METRIC",
@@ -686,7 +706,12 @@ def build_parser() -> argparse.ArgumentParser:
     calibrate.add_argument(
         "--values", metavar="V1,V2,...", help="the values to try, in order (default: the knob's own grid)"
     )
-    calibrate.add_argument("--target", metavar="METRIC=VALUE", help="hit this figure on dev, e.g. retrieval_rate=0.5")
+    calibrate.add_argument(
+        "--target",
+        action="append",  # given twice is refused (_once), not the first silently dropped
+        metavar="METRIC=VALUE",
+        help="hit this figure on dev, e.g. retrieval_rate=0.5",
+    )
     _add_run_options(calibrate, hidden=GATE_FLAGS)
     _add_calibration_options(
         calibrate,
@@ -704,7 +729,7 @@ def build_parser() -> argparse.ArgumentParser:
     sweep.add_argument(
         "--param",
         required=True,
-        action="append",  # given twice is refused, not the first silently dropped
+        action="append",  # given twice is refused (_once), not the first silently dropped
         metavar="NAME=V1,V2,...",
         help="the strategy parameter to sweep and its values (comma-separated)",
     )
@@ -782,12 +807,11 @@ def _with_settings(args: argparse.Namespace) -> None:
     (sweep's own: no --reference means its first point), and note where each value came from."""
     from flarebench.bench import settings
 
+    own = {"reference": None} if args.func is _sweep else None
     try:
-        found = settings.load()
+        values, args.option_sources = settings.resolve(vars(args), settings.load(), own)
     except settings.SettingsError as e:
         raise UserError(str(e)) from None
-    own = {"reference": None} if args.func is _sweep else None
-    values, args.option_sources = settings.resolve(vars(args), found, own)
     for dest, value in values.items():
         setattr(args, dest, value)
 

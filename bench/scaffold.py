@@ -26,12 +26,14 @@ _SUFFIX = ".in"
 
 @dataclass
 class Scaffold:
-    """What ``init`` did: the files it created, those it kept because they existed, and what the
-    user must still do by hand (``todo``: lines to print)."""
+    """What ``init`` did: the files it created, those it kept because they existed, what the
+    user must still do by hand (``todo``: lines to print), and where the run options' defaults are
+    edited (``settings``, relative to the target)."""
 
     created: list[Path] = field(default_factory=list)
     kept: list[Path] = field(default_factory=list)
     todo: list[str] = field(default_factory=list)
+    settings: str = CONFIG_FILE
 
 
 def _missing_settings(pyproject: Path) -> list[str]:
@@ -69,6 +71,7 @@ def init(target: Path) -> Scaffold:
         dest = target / str(source.relative_to(TEMPLATES)).removesuffix(_SUFFIX)
         if dest.name == CONFIG_FILE and defaults_in_pyproject:
             done.kept.append(pyproject)
+            done.settings = f"{PYPROJECT} [tool.flarebench]"
             if missing := _missing_settings(pyproject):
                 done.todo.append(
                     f"{pyproject} holds [tool.flarebench], which flarebench reads instead of {CONFIG_FILE}; "

@@ -26,6 +26,9 @@ PYPROJECT = "pyproject.toml"
 
 #: Options whose value is a path: read relative to the config file's folder.
 _PATH_OPTIONS = {"report_dir", "save_baseline", "gate", "prices", "cache"}
+#: Options whose empty value on the command line is refused: an empty path meant the current
+#: folder (--probes) or no value at all (--cache ran without a cache), silently.
+_NOT_EMPTY = _PATH_OPTIONS | {"probes"}
 #: The value sources run.json names besides a config file's path.
 COMMAND_LINE, DEFAULT = "command line", "default"
 
@@ -98,10 +101,13 @@ def resolve(
 ) -> tuple[dict[str, Any], dict[str, str]]:
     """Every run option's value (by dest) and where it came from: the command line (``given``, where
     None means not given), else the config file, else ``defaults`` (a command's own), else the
-    option's default. Sources name only the options that hold a value."""
+    option's default. Sources name only the options that hold a value. An empty path on the command
+    line raises SettingsError, as in the file."""
     values, sources = {}, {}
     for opt in RUN_OPTIONS:
         if given.get(opt.dest) is not None:
+            if opt.dest in _NOT_EMPTY:
+                _refuse_empty(given[opt.dest], opt.flag)
             values[opt.dest], source = given[opt.dest], COMMAND_LINE
         elif opt.dest in settings.values:
             values[opt.dest], source = settings.values[opt.dest], str(settings.path)
@@ -113,6 +119,12 @@ def resolve(
     return values, sources
 
 
+def _refuse_empty(raw: Any, where: str) -> None:
+    """SettingsError when ``raw`` is the empty string, or a list holding one."""
+    if raw == "" or (isinstance(raw, list) and "" in raw):
+        raise SettingsError(f"{where}: must not be empty")
+
+
 def _value(opt: Option, raw: Any, base: Path, where: str) -> Any:
     """A TOML value checked against its option's type, paths made absolute against ``base``."""
     if opt.is_switch:
@@ -121,8 +133,7 @@ def _value(opt: Option, raw: Any, base: Path, where: str) -> Any:
         return raw
     if opt.dest == "cache" and isinstance(raw, bool):
         return opt.const if raw else None  # true: the default folder; false: no cache
-    if raw == "" or (isinstance(raw, list) and "" in raw):
-        raise SettingsError(f"{where}: must not be empty")
+    _refuse_empty(raw, where)
     if opt.repeatable:
         items = [raw] if isinstance(raw, str) else raw
         if not isinstance(items, list) or not items or not all(isinstance(i, str) for i in items):

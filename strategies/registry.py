@@ -13,6 +13,7 @@ import dataclasses
 import difflib
 import functools
 import importlib
+import math
 import types
 import typing
 from collections.abc import Callable
@@ -159,9 +160,14 @@ def _convert(spec: str, key: str, raw: str, typ: Any) -> Any:
             if raw.lower() in ("0", "false", "no", "off"):
                 return False
             raise ValueError
-        return typ(raw)
+        value = typ(raw)
     except ValueError:
         raise SpecError(f"{spec}: {key} must be {typ.__name__}, got {raw!r}") from None
+    # inf and nan (1e309 too) slip through checks such as `x < 0`, and json writes them as
+    # Infinity and NaN, which strict JSON readers refuse in run.json and traces.jsonl.
+    if typ is float and not math.isfinite(value):
+        raise SpecError(f"{spec}: {key} must be a finite number, got {raw!r}")
+    return value
 
 
 #: The built-in strategies, in the order `all` runs them (simplest first).

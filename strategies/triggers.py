@@ -163,7 +163,7 @@ class Trigger:
         else:
             threshold = self.default_threshold if threshold is None else threshold
             lo, hi = self.valid_range
-            if math.isnan(threshold) or not lo <= threshold <= hi:
+            if not math.isfinite(threshold) or not lo <= threshold <= hi:  # inf is outside [0, inf)
                 raise ValueError(
                     f"threshold of trigger {self.name} ({self.score_doc}) must be within {_range(lo, hi)}, "
                     f"got {threshold}"

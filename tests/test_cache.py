@@ -3,6 +3,7 @@ hit is marked, and a run served from the cache reports warm latency apart from c
 
 from __future__ import annotations
 
+import contextlib
 import json
 
 import pandas as pd
@@ -109,6 +110,33 @@ def test_a_cache_folder_that_cannot_be_made_is_one_line(tmp_path):
     (tmp_path / "afile").write_text("x")
     with pytest.raises(ValueError, match=r"^--cache .*afile/calls: cannot be created \("):
         DiskCache(tmp_path / "afile" / "calls")
+
+
+@pytest.mark.parametrize("damage", ["garbage", "folder", "foreign"])
+def test_a_damaged_cache_file_is_one_line(tmp_path, damage):
+    path = tmp_path / flarebench.bench.cache.CACHE_FILE
+    if damage == "garbage":
+        path.write_text("garbage\n")
+    elif damage == "folder":
+        path.mkdir()
+    else:  # another program's SQLite database, with a table of the same name
+        import sqlite3
+
+        with contextlib.closing(sqlite3.connect(path)) as db:
+            db.execute("CREATE TABLE entries (a INTEGER)")
+    with pytest.raises(ValueError, match=r"^--cache .*: .*calls\.sqlite is not a flarebench cache \(.+\)$"):
+        DiskCache(tmp_path)
+
+
+def test_a_damaged_cache_is_refused_before_the_run_folder(tmp_path, scripted_lm):
+    (tmp_path / "cache").mkdir()
+    (tmp_path / "cache" / flarebench.bench.cache.CACHE_FILE).write_text("garbage\n")
+    run = tmp_path / "run"
+    args = ("run", "--strategy", "single_time", "--limit", "1", "--report-dir", str(run))
+    code, out, err = run_cli(*args, "--cache", str(tmp_path / "cache"))
+    assert code == 2 and "Traceback" not in err and len(err.strip().splitlines()) == 1, out + err
+    assert "calls.sqlite is not a flarebench cache (file is not a database)" in err
+    assert not run.exists()
 
 
 def test_the_cache_is_per_flarebench_version(tmp_path, monkeypatch):

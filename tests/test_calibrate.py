@@ -343,6 +343,19 @@ def test_the_calibration_table_leads_with_the_objective_and_shows_the_long_answe
             ["calibrate", "--strategy", "flare_direct", "--target", "retrieval_rate=0.5", "--values", "a,b"],
             "--values: expected numbers",
         ),
+        # A repeated goal was the last one silently: refused as sweep's --param.
+        (
+            ["calibrate", "--strategy", "flare_direct", "--target", "retrieval_rate=0.5", "--target", "f1=0.4"],
+            "--target is given 2 times; a calibration has one goal",
+        ),
+        (
+            ["calibrate", "--strategy", "flare_direct", "--budget", "retrieval_rate<=0.3", "--budget", "em<=0.2"],
+            "--budget is given 2 times; a calibration has one goal",
+        ),
+        (
+            ["compare", "--strategy", "all", "--budget", "retrieval_rate=0.5", "--budget", "retrieval_rate=0.3"],
+            "--budget is given 2 times; compare calibrates to one budget",
+        ),
         (["compare", "--strategy", "all", "--objective", "f1"], "--objective needs --budget"),
         (["compare", "--strategy", "all", "--budget", "speed=2"], "--budget: 'speed' is not a summary column"),
         (
@@ -371,7 +384,7 @@ def test_the_calibration_table_leads_with_the_objective_and_shows_the_long_answe
         ),
     ],
 )
-def test_the_command_line_refuses_in_one_line(argv, message, capsys, tmp_path, monkeypatch):
+def test_the_command_line_refuses_in_one_line(argv, message, capsys, tmp_path, monkeypatch, scripted_lm):
     from flarebench.bench.cli import main
 
     monkeypatch.chdir(tmp_path)

@@ -121,8 +121,10 @@ def test_http_is_known_but_not_in_all_and_needs_a_url():
         parse_spec("http:url=127.0.0.1:8000")
     with pytest.raises(SpecError, match="url holds credentials"):
         parse_spec("http:url=http://user:secret@127.0.0.1/answer")
-    for timeout in ("0", "nan", "inf"):
-        with pytest.raises(SpecError, match=f"timeout must be a finite number > 0 seconds, got {timeout}"):
+    with pytest.raises(SpecError, match="timeout must be a finite number > 0 seconds, got 0"):
+        parse_spec("http:url=http://h/a,timeout=0")
+    for timeout in ("nan", "inf"):  # refused as every float parameter that is not a finite number
+        with pytest.raises(SpecError, match=f"timeout must be a finite number, got '{timeout}'"):
             parse_spec(f"http:url=http://h/a,timeout={timeout}")
     s = parse_spec("http:url=http://127.0.0.1:8000/answer?v=2,retries=1")
     assert (s.url, s.timeout, s.retries) == ("http://127.0.0.1:8000/answer?v=2", 300.0, 1)  # --lm openai's timeout

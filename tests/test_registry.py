@@ -17,6 +17,15 @@ def test_builtin_strategies_are_registered():
     assert get("single_time").name == "single_time"
 
 
+@pytest.mark.parametrize("given", ["flare_instruct:search_bias", "flare_direct:theta", "http:url=http://h/a,timeout"])
+@pytest.mark.parametrize("value", ["inf", "1e309", "nan"])
+def test_a_float_parameter_that_is_not_a_finite_number_is_refused(given, value):
+    # A range check such as x >= 0 lets inf through, and json would write it as Infinity (not JSON).
+    key = given.rpartition(",")[2].rpartition(":")[2]
+    with pytest.raises(SpecError, match=rf"^{given}={value}: {key} must be a finite number, got '{value}'$"):
+        parse_spec(f"{given}={value}")
+
+
 def test_unknown_name_lists_known_names():
     with pytest.raises(SpecError) as e:
         get("flair")

@@ -255,6 +255,25 @@ def test_score_and_report_of_a_folder_without_traces_keep_its_summary(scripted_r
     assert _state(scripted_run) == before
 
 
+def test_score_and_report_of_a_run_stopped_before_its_first_trace_score_no_probe(scripted_run):
+    # A run interrupted before any probe finished wrote run.json and a report, but no traces.jsonl:
+    # scored as an empty traces.jsonl would be.
+    run_json, traces = scripted_run / "run.json", scripted_run / "traces.jsonl"
+    run_json.write_text(json.dumps({**json.loads(run_json.read_text()), "status": "interrupted"}))
+    traces.unlink()
+    outputs = {}
+    for present in (False, True):
+        if present:
+            traces.write_text("")
+        for command in ("score", "report"):
+            code, out, err = run_cli(command, str(scripted_run))
+            assert code == 0 and err == "", out + err
+            outputs[present, command] = (out, (scripted_run / "summary.csv").read_text())
+        assert traces.exists() == present  # only read, never created
+    assert "scored no probe (selection from run.json: 3 probes)" in outputs[False, "score"][0]
+    assert all(outputs[False, command] == outputs[True, command] for command in ("score", "report"))
+
+
 @pytest.mark.parametrize("command, name", [("report", "report.html"), ("score", "summary.csv")])
 def test_a_file_score_or_report_cannot_write_is_one_line_and_the_folder_is_left_as_it_was(scripted_run, command, name):
     path = scripted_run / name

@@ -61,6 +61,16 @@ def test_init_says_what_to_run_next_from_where_the_user_is(tmp_path, monkeypatch
     monkeypatch.chdir(tmp_path / "repo")
     code, out, _ = run_cli("init", ".")
     assert code == 0 and "next: pytest bench --limit 1" in out  # no "cd ." in the folder itself
+    assert "(then edit bench/probes and flarebench.toml;" in out
+
+
+def test_init_next_names_the_pyproject_table_it_did_not_replace(tmp_path):
+    # No flarebench.toml is written beside a [tool.flarebench] table: the hint names the table.
+    (tmp_path / "pyproject.toml").write_text('[project]\nname = "x"\n[tool.flarebench]\nlimit = 2\n')
+    code, out, _ = run_cli("init", str(tmp_path))
+    assert code == 0 and not (tmp_path / "flarebench.toml").exists()
+    (next_line,) = [line for line in out.splitlines() if line.startswith("next: ")]
+    assert "(then edit bench/probes and pyproject.toml [tool.flarebench];" in next_line
 
 
 def test_init_into_a_file_is_one_line(tmp_path):

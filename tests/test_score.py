@@ -100,6 +100,8 @@ def test_bad_price_file_is_a_usage_error(tmp_path, scripted_lm):
     "command, option, value, message",
     [
         ("score", "--by", "colour", "no probe metadata field 'colour'; fields: difficulty, "),
+        ("score", "--by", "../pwn", "--by '../pwn': holds '/', so it cannot name the file 'breakdown_../pwn.csv'"),
+        ("score", "--by", "x" * 250, f"--by {'x' * 40!r}...: too long to name the file breakdown_FIELD.csv"),
         ("score", "--prices", "{tmp}/none.toml", "--prices {tmp}/none.toml: not found"),
         ("report", "--prices", "{tmp}/none.toml", "--prices {tmp}/none.toml: not found"),
         ("score", "--judge", "bogus", "faithfulness: unknown judge spec 'bogus'"),
@@ -124,6 +126,22 @@ def test_score_and_report_check_every_option_before_printing_or_writing(
     assert code == 2 and out == "" and err.count("\n") == 1, out + err
     assert err.startswith(f"flarebench: {message.format(tmp=tmp_path)}"), err
     assert state() == before
+
+
+def test_a_metadata_field_that_cannot_name_its_file_is_refused_before_scoring(scripted_run, monkeypatch):
+    # Any metadata key is valid in a probe set; one holding a path separator went into
+    # breakdown_FIELD.csv as it was, after the summary was rewritten, and could write elsewhere.
+    from flarebench.bench import report
+
+    field, probe_rows = "x/../../outside", report.probe_rows
+    monkeypatch.setattr(report, "probe_rows", lambda *args: probe_rows(*args).assign(**{f"meta_{field}": 1}))
+    (scripted_run / "breakdown_x").mkdir()  # so that the path would resolve
+    before = {p.name: (p.read_bytes(), p.stat().st_ino) for p in scripted_run.iterdir() if p.is_file()}
+    code, out, err = run_cli("score", str(scripted_run), "--by", field)
+    assert code == 2 and out == "" and err.count("\n") == 1, out + err
+    assert err == f"flarebench: --by {field!r}: holds '/', so it cannot name the file 'breakdown_{field}.csv'\n"
+    assert {p.name: (p.read_bytes(), p.stat().st_ino) for p in scripted_run.iterdir() if p.is_file()} == before
+    assert not (scripted_run.parent / "outside.csv").exists()
 
 
 @pytest.mark.slow

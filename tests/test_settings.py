@@ -120,6 +120,18 @@ def test_the_command_line_wins_over_the_file_which_wins_over_the_default(tmp_pat
     assert values["reference"] is None and values["overwrite"] is False
 
 
+@pytest.mark.parametrize("flag", ["--cache", "--probes", "--report-dir", "--prices", "--gate", "--save-baseline"])
+def test_an_empty_path_on_the_command_line_is_refused_as_in_the_file(tmp_path, monkeypatch, flag, scripted_lm):
+    # '' meant no value (--cache '' ran without a cache) or the current folder (--probes ''), silently.
+    monkeypatch.chdir(tmp_path)
+    code, out, err = run_cli("run", "--strategy", "single_time", "--limit", "1", flag, "")
+    assert code == 2 and err == f"flarebench: {flag}: must not be empty\n"
+    assert list(tmp_path.iterdir()) == []  # refused before any run folder
+    dest = flag[2:].replace("-", "_")
+    with pytest.raises(SettingsError, match=f"^{flag}: must not be empty$"):  # pytest bench: a usage error
+        resolve({dest: ""}, Settings())
+
+
 def test_the_cli_refuses_a_bad_file_in_one_line_before_loading(tmp_path, monkeypatch):
     path = _write(tmp_path, "flarebench.toml", "retreiver = 'bm25s'\n")
     monkeypatch.chdir(tmp_path)

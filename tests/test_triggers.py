@@ -19,6 +19,7 @@ from flarebench.strategies.lm import Prompt, topk_entropy
 from flarebench.strategies.records import LOW_CONFIDENCE, LMCall, Step, Trace
 from flarebench.strategies.registry import SpecError, parse_spec
 from flarebench.strategies.triggers import fires_high, names, parse_self_check, top_margin
+from flarebench.strategies.triggers import get as get_trigger
 from tests.scripted import ScriptedLM, ScriptedRetriever
 
 SURE = 0.95
@@ -288,6 +289,15 @@ def test_trigger_parameters_are_validated_with_clear_messages(tmp_path):
     assert parse_spec("flare_direct:theta=0.6").gate_trigger.threshold == 0.6  # today's specs keep working
     assert parse_spec("flare_direct:threshold=0.6").gate_trigger.threshold == 0.6
     assert parse_spec("flare_direct:trigger=entropy").gate_trigger.threshold == 2.0
+
+
+@pytest.mark.parametrize("value", ["inf", "1e309", "-inf", "nan"])
+def test_a_threshold_that_is_not_a_finite_number_is_refused(value):
+    # inf passed [0, inf) and was written to run.json and traces.jsonl as Infinity, which is not JSON.
+    with pytest.raises(SpecError, match=rf"threshold must be a finite number, got '{value}'$"):
+        parse_spec(f"flare_direct:trigger=entropy,threshold={value}")
+    with pytest.raises(ValueError, match=r"threshold of trigger entropy \(.*\) must be within \[0, inf\), got inf"):
+        get_trigger("entropy")(math.inf)  # a trigger made in code is held to its range as well
 
 
 def test_triggers_that_fire_high_are_known_by_name():
