@@ -134,8 +134,11 @@ class JSONEndpoint:
 
 def is_http_url(url: str) -> bool:
     """Whether ``url`` is an ``http://`` or ``https://`` URL with a host."""
-    parts = urllib.parse.urlsplit(url)
-    return parts.scheme in ("http", "https") and bool(parts.hostname)
+    try:
+        parts = urllib.parse.urlsplit(url)
+        return parts.scheme in ("http", "https") and bool(parts.hostname)
+    except ValueError:  # no URL at all: an unclosed [ of an IPv6 host, a port that is no number
+        return False
 
 
 def base_url_problem(url: str) -> str | None:
@@ -152,8 +155,12 @@ def base_url_problem(url: str) -> str | None:
 
 def redact_url(url: str) -> str:
     """``url`` with its credentials (``user:password@``) and the values of its key-like query
-    parameters (``api_key``, ``token``, ``secret``, ...) replaced by ``***``."""
-    parts = urllib.parse.urlsplit(url)
+    parameters (``api_key``, ``token``, ``secret``, ...) replaced by ``***``; a text that does not
+    parse as a URL is quoted whole only when it holds no ``@``, ``?`` or ``#``."""
+    try:
+        parts = urllib.parse.urlsplit(url)
+    except ValueError:
+        return REDACTED if any(c in url for c in "@?#") else url
     netloc = parts.netloc
     if "@" in netloc:
         netloc = f"{REDACTED}@{netloc.rpartition('@')[2]}"
