@@ -425,12 +425,12 @@ class BenchSession:
             _clear(run_dir)
         if run_json.exists():
             try:
-                old = read_run_json(run_json)["config"]
+                recorded = read_run_json(run_json)
             except ConfigError as e:
                 if not self.overwrite:
                     raise ConfigError(f"{e}; use --overwrite to replace it") from None
-                old = None  # unreadable: replaced below, as the run of another configuration is
-            diff = first_difference(old, self.config)
+                recorded = {"config": None}  # unreadable: replaced below, as another configuration's run is
+            diff = first_difference(recorded["config"], self.config)
             if diff and not self.overwrite:
                 raise ConfigError(
                     f"{run_dir} holds a run of a different configuration: {diff}; "
@@ -438,6 +438,8 @@ class BenchSession:
                 )
             if diff:
                 _clear(run_dir)
+            elif self.study is None:
+                self.study = _resumed_study(recorded.get("study"))
         elif self.overwrite:
             _clear(run_dir)
         try:
@@ -724,6 +726,14 @@ def read_run_json(path: Path) -> dict[str, Any]:
         return check_fields(info, {"config": OBJECT}, required=["config"])
     except ValueError as e:
         raise ConfigError(f"{path}: {e}") from None
+
+
+def _resumed_study(study) -> dict | None:
+    """The study a plain ``run`` keeps when it resumes a folder of its configuration: a comparison's
+    or a sweep's, which ran every spec on every selected probe as the plain run does, so that the
+    report keeps its plots; not a calibration's, whose goal split the probes into dev and test parts."""
+    plain = isinstance(study, dict) and study.get("kind") in ("compare", "sweep") and "goal" not in study
+    return study if plain else None
 
 
 def _clear(run_dir: Path) -> None:

@@ -200,6 +200,12 @@ def test_sweep_runs_one_spec_per_value_and_plots_against_it(tmp_path, probe_awar
     findings = re.search(r'<section id="findings">(.*?)</section>', page, re.S).group(1)
     assert "flare_direct: the retrieval rate rises with theta (0.000 at theta=0 -&gt; 1.000 at theta=1)" in findings
     assert "Pareto front of F1 against tokens per question" in findings
+    # A plain run of the same specs on the same probes resumes the folder as the sweep it is.
+    specs = ["--strategy", "flare_direct:theta=0", "--strategy", "flare_direct:theta=1"]
+    code, out, err = run_cli("run", *specs, "--limit", "4", "--report-dir", str(run_dir))
+    assert code == 0 and "nothing to run" in err, err
+    assert json.loads((run_dir / "run.json").read_text())["study"] == run["study"]
+    assert '<figure id="plot-sweep" class="wide">' in (run_dir / "report.html").read_text()
 
 
 @pytest.mark.parametrize(
