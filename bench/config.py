@@ -51,6 +51,9 @@ def first_difference(old: Any, new: Any, path: str = "") -> str | None:
     """The first field (dotted path) where two configurations differ, or None when they are equal;
     the :data:`DERIVED` fields are compared last, so that a refusal names the cause."""
     if isinstance(old, dict) and isinstance(new, dict):
+        if path == "strategies" and old.keys() != new.keys():
+            # Which specs ran and which are asked, by name: their parameter sets would fill the line.
+            return f"strategies (was {', '.join(old)}; now {', '.join(new)})"
         keys = list(old) + [k for k in new if k not in old]
         if not path:
             keys = [k for k in keys if k not in DERIVED] + [k for k in keys if k in DERIVED]

@@ -121,14 +121,15 @@ def test_first_difference_names_the_field():
     # run is refused naming the strategies, though the hash comes first in run.json.
     sweep = {"prompt_sha256": "a", **old, "strategies": {"s:k=1": {"k": 1}, "s:k=2": {"k": 2}}}
     plain = {"prompt_sha256": "b", **old, "strategies": {"s:k=1": {"k": 1}}}
-    assert first_difference(sweep, plain) == "strategies.s:k=2 (was {'k': 2}, now '<absent>')"
+    assert first_difference(sweep, plain) == "strategies (was s:k=1, s:k=2; now s:k=1)"
     assert first_difference({**plain, "prompt_sha256": "a"}, plain) == "prompt_sha256 (was 'a', now 'b')"
+    assert first_difference(old, {**old, "strategies": {"t": {"k": 3}}}) == "strategies (was s; now t)"
 
 
 @pytest.mark.model
 def test_run_folder_of_another_configuration_is_refused(tmp_path):
     BenchSession(strategy=["no_retrieval"], limit=1, report_dir=str(tmp_path), progress=False).run("no_retrieval")
-    with pytest.raises(ConfigError, match=r"different configuration: strategies\.no_retrieval \(was \{'k': 3"):
+    with pytest.raises(ConfigError, match=r"different configuration: strategies \(was no_retrieval; now no_retrieval:k=5\)"):
         BenchSession(strategy=["no_retrieval:k=5"], limit=1, report_dir=str(tmp_path), progress=False)
     again = BenchSession(
         strategy=["no_retrieval:k=5"], limit=1, report_dir=str(tmp_path), overwrite=True, progress=False
