@@ -59,6 +59,7 @@ AUTH_NOTICE_LOGGER = "ray._private.authentication.authentication_token_setup"
 
 
 _COLOUR = re.compile(r"\x1b\[[0-9;]*m")  # the terminal colours of Ray's messages
+_OWN_ERROR = re.compile(r"^flarebench(?:\.\w+)+: ")  # "flarebench.strategies.x.SomeError: " before a message
 
 
 class RayRunError(LMUnavailable):
@@ -330,5 +331,6 @@ def _first_line(e: BaseException) -> str:
     only says that the actor died)."""
     lines = [line.strip() for line in _COLOUR.sub("", str(e)).splitlines() if line.strip()]
     if getattr(e, "actor_init_failed", False) and lines:
-        return f"its backends could not be built: {lines[-1]}"
+        # flarebench's own errors read as a local run's do, without their module path.
+        return f"its backends could not be built: {_OWN_ERROR.sub('', lines[-1])}"
     return lines[0] if lines else type(e).__name__

@@ -323,3 +323,16 @@ def test_the_workers_get_the_drivers_settings_from_its_environment(monkeypatch):
     env = _worker_env(BackendRecipe(lm="llamacpp:smollm2", retriever="bm25", corpus=(), lm_api_key_env="MY_KEY"))
     assert {"FLAREBENCH_LM_THREADS": "1", "FLAREBENCH_CACHE": "/c", "MY_KEY": "k"}.items() <= env.items()
     assert "OTHER" not in env
+
+
+def test_a_worker_that_cannot_reach_a_service_is_named_as_a_local_run_names_it():
+    from flarebench.bench.ray_executor import _first_line
+
+    class InitFailed(Exception):  # the shape of Ray's RayActorError for a failed __init__
+        actor_init_failed = True
+
+    cause = "the search service at http://127.0.0.1:9/search is unreachable (ConnectError; 5 attempts)"
+    own = InitFailed(f"The actor died.\nTraceback ...\nflarebench.strategies.http_client.ServiceUnavailable: {cause}")
+    assert _first_line(own) == f"its backends could not be built: {cause}"
+    other = InitFailed("The actor died.\nRuntimeError: this worker cannot build its LM")
+    assert _first_line(other) == "its backends could not be built: RuntimeError: this worker cannot build its LM"
