@@ -129,7 +129,8 @@ def test_first_difference_names_the_field():
 @pytest.mark.model
 def test_run_folder_of_another_configuration_is_refused(tmp_path):
     BenchSession(strategy=["no_retrieval"], limit=1, report_dir=str(tmp_path), progress=False).run("no_retrieval")
-    with pytest.raises(ConfigError, match=r"different configuration: strategies \(was no_retrieval; now no_retrieval:k=5\)"):
+    refusal = r"different configuration: strategies \(was no_retrieval; now no_retrieval:k=5\)"
+    with pytest.raises(ConfigError, match=refusal):
         BenchSession(strategy=["no_retrieval:k=5"], limit=1, report_dir=str(tmp_path), progress=False)
     again = BenchSession(
         strategy=["no_retrieval:k=5"], limit=1, report_dir=str(tmp_path), overwrite=True, progress=False
