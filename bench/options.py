@@ -216,7 +216,12 @@ RUN_OPTIONS: tuple[Option, ...] = (
         "newest such folder when its run did not finish)",
         metavar="DIR",
     ),
-    Option("--overwrite", "replace a run folder that holds a run of a different configuration", is_switch=True),
+    Option(
+        "--overwrite",
+        "replace a run folder that holds a run of a different configuration (its run's files only: "
+        "a folder that holds no run is never emptied)",
+        is_switch=True,
+    ),
     Option(
         "--save-baseline",
         "write the run's metrics, configuration and tolerances to FILE as a regression baseline "

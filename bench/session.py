@@ -24,9 +24,12 @@ from typing import Any
 
 from tqdm import tqdm
 
+from flarebench.bench.adoption import ADOPTION_MD
 from flarebench.bench.bounds import with_bounds
+from flarebench.bench.calibrate import CALIBRATION_CSV
 from flarebench.bench.config import command_line, fingerprint, first_difference, run_config
-from flarebench.bench.gate import GateError, Gating
+from flarebench.bench.gate import GATE_JSON, GateError, Gating
+from flarebench.bench.html import REPORT_HTML
 from flarebench.bench.ray_executor import (
     DEFAULT_WORKERS,
     EXECUTORS,
@@ -36,9 +39,18 @@ from flarebench.bench.ray_executor import (
     run_on_ray,
 )
 from flarebench.bench.recipe import BackendRecipe
-from flarebench.bench.report import format_table, is_comparison, summary_frame, write_atomic, write_summary
+from flarebench.bench.report import (
+    SUMMARY_CSV,
+    SUMMARY_MD,
+    format_table,
+    is_comparison,
+    summary_frame,
+    write_atomic,
+    write_summary,
+)
 from flarebench.bench.runlock import LOCK, LockHeld, RunLock
 from flarebench.bench.runner import TRACES, TraceError, TraceLog, refusal, run_strategy, warm_up
+from flarebench.bench.trigger_scores import TRIGGERS_CSV
 from flarebench.probes.load import SHIPPED_DIR, ProbeError, load_probe_set
 from flarebench.strategies import plugins
 from flarebench.strategies.backends import lm_class, only_for
@@ -219,8 +231,8 @@ class BenchSession:
         # checked again, authoritatively, when the lock is taken).
         self._lock: RunLock | None = None
         if self.report_dir:
+            self._refuse_foreign_folder(Path(self.report_dir))
             if not self.overwrite:
-                self._refuse_foreign_folder(Path(self.report_dir))
                 self._refuse_unreadable_run(Path(self.report_dir))
             if why := RunLock(Path(self.report_dir)).blocked():
                 raise ConfigError(why)
@@ -349,13 +361,21 @@ class BenchSession:
         except PathError as e:
             raise ConfigError(str(e)) from None
 
-    @staticmethod
-    def _refuse_foreign_folder(run_dir: Path) -> None:
-        # A folder holding files but no run is someone else's: never write into it unasked.
+    def _refuse_foreign_folder(self, run_dir: Path) -> None:
+        # A folder holding files but no run is someone else's: never written into, and never
+        # emptied by --overwrite, which replaces a run (a repository's root given by mistake).
         if (run_dir / RUN_JSON).exists() or not run_dir.is_dir():
             return
-        if any(p.name != LOCK for p in run_dir.iterdir()):
-            raise ConfigError(f"{run_dir} exists and holds no flarebench run; use --overwrite or another --report-dir")
+        entries = sorted(p.name for p in run_dir.iterdir() if p.name != LOCK)
+        if foreign := [name for name in entries if not _written_by_a_run(name)]:
+            raise ConfigError(
+                f"{run_dir} exists and holds no flarebench run (it holds {foreign[0]!r}); "
+                "use another --report-dir (--overwrite replaces a run, never other files)"
+            )
+        if entries and not self.overwrite:
+            raise ConfigError(
+                f"{run_dir} holds no run.json, only a run's other files; use --overwrite or another --report-dir"
+            )
 
     def _refuse_unreadable_run(self, run_dir: Path) -> None:
         """A run folder that cannot be resumed as it is (a run.json that is no run's, a traces.jsonl
@@ -400,8 +420,7 @@ class BenchSession:
         else:
             stamp = dt.datetime.now(dt.UTC).strftime("%Y%m%dT%H%M%SZ")
             run_dir = DEFAULT_RUNS / f"{stamp}-{self.config_hash}"
-        if not self.overwrite:
-            self._refuse_foreign_folder(run_dir)
+        self._refuse_foreign_folder(run_dir)
         try:  # checked before anything loaded, but a place can still refuse (/proc as root)
             run_dir.mkdir(parents=True, exist_ok=True)
         except OSError as e:
@@ -736,10 +755,36 @@ def _resumed_study(study) -> dict | None:
     return study if plain else None
 
 
+#: What a run, ``score`` and ``report`` write in a run folder (docs/runs.md), but the lock.
+RUN_FILES = frozenset(
+    {
+        RUN_JSON,
+        TRACES,
+        SUMMARY_CSV,
+        SUMMARY_MD,
+        ADOPTION_MD,
+        REPORT_HTML,
+        GATE_JSON,
+        TRIGGERS_CSV,
+        CALIBRATION_CSV,
+        DEV_CACHE,
+    }
+)
+
+
+def _written_by_a_run(name: str) -> bool:
+    """Whether a run folder's entry is one flarebench writes: a file of :data:`RUN_FILES`, a
+    ``score --by`` breakdown, or the temporary file of a write cut short (:func:`write_atomic`)."""
+    if name.startswith("breakdown_") and name.endswith(".csv"):
+        return True
+    return name in RUN_FILES or any(name.startswith(f".{own}.") for own in RUN_FILES)
+
+
 def _clear(run_dir: Path) -> None:
-    """Empty a run folder for a fresh run, keeping its lock (held by this session)."""
+    """Remove a run's files for a fresh run, keeping its lock (held by this session) and any file
+    flarebench did not write (a team's notes beside the run)."""
     for entry in run_dir.iterdir():
-        if entry.name == LOCK:
+        if entry.name == LOCK or not _written_by_a_run(entry.name):
             continue
         if entry.is_dir() and not entry.is_symlink():
             shutil.rmtree(entry)

@@ -107,6 +107,36 @@ def test_score_and_report_of_a_file_or_with_a_bad_price_path_are_one_line(tmp_pa
     assert line == f"flarebench: --prices {paths['DIR']}: is a folder, not a file"
 
 
+def test_overwrite_replaces_a_run_and_never_removes_other_files(tmp_path, scripted_lm):
+    # A repository's root given as the run folder: refused, with --overwrite too, and left as it was.
+    repo = tmp_path / "repo"
+    (repo / ".git").mkdir(parents=True)
+    (repo / "app.py").write_text("x = 1")
+    for extra in ((), ("--overwrite",)):
+        line = _one_line(*_run(repo, *extra)[::2])
+        assert line == (
+            f"flarebench: {repo} exists and holds no flarebench run (it holds '.git'); use another --report-dir "
+            "(--overwrite replaces a run, never other files)"
+        )
+    assert sorted(p.name for p in repo.iterdir()) == [".git", "app.py"]
+    # A run's folder with a team's notes beside it: --overwrite replaces the run, keeps the notes.
+    run_dir = tmp_path / "run"
+    assert run_cli("run", "--strategy", "no_retrieval", "--limit", "3", "--report-dir", str(run_dir))[0] == 0
+    (run_dir / "notes.md").write_text("why we ran this")
+    (run_dir / ".summary.csv.x1y2").write_text("a write cut short")
+    code, out, err = _run(run_dir, "--overwrite")
+    assert code == 0, err
+    assert (run_dir / "notes.md").read_text() == "why we ran this"
+    assert not (run_dir / ".summary.csv.x1y2").exists()
+    assert {json.loads(x)["strategy"] for x in (run_dir / "traces.jsonl").read_text().splitlines()} == {"single_time"}
+    # A run's files without its run.json: --overwrite may replace them.
+    (run_dir / "run.json").unlink()
+    (run_dir / "notes.md").unlink()
+    line = _one_line(*_run(run_dir)[::2])
+    assert line.endswith("holds no run.json, only a run's other files; use --overwrite or another --report-dir")
+    assert _run(run_dir, "--overwrite")[0] == 0
+
+
 # --------------------------------------------------------------------------------------------
 # traces.jsonl: damaged lines and duplicates
 # --------------------------------------------------------------------------------------------
