@@ -20,7 +20,7 @@ from pathlib import Path
 from flarebench.bench.interrupt import TERMINATED_EXIT, Terminated, sigterm_interrupts
 from flarebench.bench.options import DEFAULTS_NOTE, DEV_FRACTION, PLUGIN, RUN_OPTIONS, TOLERANCE
 from flarebench.bench.paths import WriteError
-from flarebench.bench.runner import RESUME_HINT
+from flarebench.bench.runner import resume_hint
 from flarebench.strategies.lm import LMUnavailable
 
 #: The gate's options: a calibration refuses them (it is not gated), so its help leaves them out.
@@ -351,7 +351,7 @@ def _publish(run_dir: Path, info: dict, summary, line: str) -> bool:
     from flarebench.bench.session import RUN_JSON, read_run_json
 
     print(line)
-    write_summary(run_dir, summary, info["config"], info.get("study"), info.get("status"))
+    write_summary(run_dir, summary, info["config"], info.get("study"), info.get("status"), gated="gate" in info)
     on_disk = read_run_json(run_dir / RUN_JSON)
     if on_disk.get("scoring") == info["scoring"]:
         return False
@@ -838,6 +838,7 @@ def _freeze_imports() -> None:
 
 def main(argv: list[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
+    hint = resume_hint(gated=bool(getattr(args, "gate", None) or getattr(args, "save_baseline", None)))
     try:
         with sigterm_interrupts():  # a cancelled CI job stops the run as Ctrl-C does
             if args.func in (_run, _compare, _sweep, _calibrate):
@@ -852,13 +853,13 @@ def main(argv: list[str] | None = None) -> int:
         print(f"flarebench: {e}", file=sys.stderr)
         return 2
     except Terminated as e:
-        print(f"flarebench: {e}; {RESUME_HINT}", file=sys.stderr)
+        print(f"flarebench: {e}; {hint}", file=sys.stderr)
         return TERMINATED_EXIT
     except KeyboardInterrupt:
-        print(f"flarebench: interrupted; {RESUME_HINT}", file=sys.stderr)
+        print(f"flarebench: interrupted; {hint}", file=sys.stderr)
         return 130
     except LMUnavailable as e:  # the LM server went away: the run stopped, resumable
-        print(f"flarebench: {e}; {RESUME_HINT}", file=sys.stderr)
+        print(f"flarebench: {e}; {hint}", file=sys.stderr)
         return 3
     except BrokenPipeError:  # the reader went away (`| head`): not the user's mistake, no traceback
         os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())

@@ -211,16 +211,25 @@ def format_table(summary: pd.DataFrame, fmt: str = "github", compact: bool = Fal
 
 _STATUS_LINE = (
     "**Run status: {status}.** Not every strategy has run every probe yet (`n` says how many each has): "
-    "read the rows as they stand, and run the same command to finish it.\n\n"
+    "read the rows as they stand, and {finish}.\n\n"
 )
+_FINISH = "run the same command to finish it"
+#: A gated run (--gate, --save-baseline) is never resumed (docs/runs.md).
+_FINISH_GATED = "as a gated run is measured in one fresh run, run the same command with --overwrite to measure it"
 
 
 def write_summary(
-    run_dir: Path, summary: pd.DataFrame, config: dict, study: dict | None = None, status: str | None = None
+    run_dir: Path,
+    summary: pd.DataFrame,
+    config: dict,
+    study: dict | None = None,
+    status: str | None = None,
+    gated: bool = False,
 ) -> None:
     """Write summary.csv (plain decimals), summary.md (the table, its column definitions and
     the configuration it came from; a line under its title when the run's ``status`` is not
-    ``complete``) and adoption.md (the before/after tables against the reference,
+    ``complete``, saying how to finish it: ``gated``, a run with --gate or --save-baseline, is
+    measured again, not resumed) and adoption.md (the before/after tables against the reference,
     :mod:`flarebench.bench.adoption`); for a calibrated run (``study`` holds its calibration), also
     calibration.csv, and summary.md gains the calibration table (:mod:`flarebench.bench.calibrate`)."""
     run_dir = Path(run_dir)
@@ -237,7 +246,11 @@ def write_summary(
     notes = "".join(f"- {note}\n" for note in summary.attrs.get("notes", []))
     md = (
         f"# flarebench run {run_dir.name}\n\n"
-        + (_STATUS_LINE.format(status=status) if status not in (None, "complete") else "")
+        + (
+            _STATUS_LINE.format(status=status, finish=_FINISH_GATED if gated else _FINISH)
+            if status not in (None, "complete")
+            else ""
+        )
         + f"Probe set `{config['probes']['name']}`, LM `{config['lm']['name']}`, "
         f"retriever `{config['retriever']['name']}`.\n\n"
         f"{format_table(summary)}\n\n"

@@ -22,6 +22,16 @@ from flarebench.strategies.retriever import Retriever
 TRACES = "traces.jsonl"
 #: What the entry points add when a run stops because the LM is unreachable (LMUnavailable).
 RESUME_HINT = "finished probes are kept; run the same command to resume"
+#: The same for a gated run (--gate, --save-baseline), which is measured in one fresh run, never resumed.
+GATED_RESUME_HINT = (
+    "finished probes are kept, but a gated run is measured in one fresh run: "
+    "run the same command with --overwrite, or with another --report-dir"
+)
+
+
+def resume_hint(gated: bool) -> str:
+    """What to tell a user whose run stopped: how to finish it."""
+    return GATED_RESUME_HINT if gated else RESUME_HINT
 
 
 class TraceError(ValueError):

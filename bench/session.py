@@ -30,6 +30,7 @@ from flarebench.bench.calibrate import CALIBRATION_CSV
 from flarebench.bench.config import command_line, fingerprint, first_difference, run_config
 from flarebench.bench.gate import GATE_JSON, GateError, Gating
 from flarebench.bench.html import REPORT_HTML
+from flarebench.bench.interrupt import interrupts_polled
 from flarebench.bench.ray_executor import (
     DEFAULT_WORKERS,
     EXECUTORS,
@@ -654,7 +655,7 @@ class BenchSession:
             and all(spec in self.results and len(self.results[spec]) == len(self.selected) for spec in self.specs)
         )
         status = status or ("complete" if complete else "partial")
-        write_summary(self.run_dir, self.summary(), self.config, self.study, status)
+        write_summary(self.run_dir, self.summary(), self.config, self.study, status, gated=self.gating.active)
         self._write_run_json(self.run_dir, status=status)
 
     @contextlib.contextmanager
@@ -675,6 +676,12 @@ class BenchSession:
         an error) before it ended, and write report.html for it (a CI job's artifact); its finished
         probes are kept, and the same command resumes it. Never raises: the error that stopped the
         run is the one to show."""
+        # A second Ctrl-C or SIGTERM (a CI runner signals the job's shell and its children) would cut
+        # this short and leave run.json saying `running`: until the run is marked, it is dropped.
+        with interrupts_polled():
+            self._mark_interrupted()
+
+    def _mark_interrupted(self) -> None:
         with contextlib.suppress(Exception):
             self.write_summary(status="interrupted")
         with contextlib.suppress(Exception):

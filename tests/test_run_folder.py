@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import json
 import os
+import signal
 import socket
 import subprocess
 import sys
@@ -449,6 +450,56 @@ def test_the_same_command_on_a_finished_run_says_so_and_warms_nothing(tmp_path, 
     assert f"flarebench: {tmp_path / 'r'} holds all 4 traces already: nothing to run" in err
     assert len(warmed) == 1  # the prompt prefixes were not evaluated again for nothing
     assert (tmp_path / "r" / "summary.csv").read_text() == summary
+
+
+def test_a_second_ctrl_c_while_the_run_is_marked_stopped_is_dropped(tmp_path, scripted_lm, monkeypatch):
+    from flarebench.bench.session import BenchSession
+
+    real_complete, real_summary = scripted_lm._complete, BenchSession.write_summary
+    asked = []
+
+    def interrupted_at_the_second(request):
+        asked.append(request)
+        if len(asked) == 2:
+            raise KeyboardInterrupt
+        return real_complete(request)
+
+    def summary_and_a_second_ctrl_c(self, status=None):
+        if status == "interrupted":  # the user presses Ctrl-C again while the first is handled
+            os.kill(os.getpid(), signal.SIGINT)
+        return real_summary(self, status)
+
+    monkeypatch.setattr(scripted_lm, "_complete", interrupted_at_the_second)
+    monkeypatch.setattr(BenchSession, "write_summary", summary_and_a_second_ctrl_c)
+    code, out, err = _run(tmp_path / "run", limit="3")
+    assert code == 130 and "run the same command to resume" in err
+    assert json.loads((tmp_path / "run" / "run.json").read_text())["status"] == "interrupted"
+    assert (tmp_path / "run" / "summary.csv").exists() and (tmp_path / "run" / "report.html").exists()
+
+
+def test_a_stopped_gated_run_says_to_measure_it_again_not_to_resume(tmp_path, scripted_lm, monkeypatch):
+    real, asked = scripted_lm._complete, []
+
+    def interrupted_at_the_third(request):
+        asked.append(request)
+        if len(asked) == 3:  # the latency reference's first probe, then the gated spec's
+            raise KeyboardInterrupt
+        return real(request)
+
+    monkeypatch.setattr(scripted_lm, "_complete", interrupted_at_the_third)
+    command = ("--save-baseline", str(tmp_path / "baseline.json"))
+    code, out, err = _run(tmp_path / "run", *command, limit="3")
+    assert code == 130 and "run the same command to resume" not in err
+    assert err.strip().endswith(
+        "interrupted; finished probes are kept, but a gated run is measured in one fresh run: "
+        "run the same command with --overwrite, or with another --report-dir"
+    )
+    assert "run the same command with --overwrite to measure it" in (tmp_path / "run" / "summary.md").read_text()
+    monkeypatch.setattr(scripted_lm, "_complete", real)
+    assert _one_line(*_run(tmp_path / "run", *command, limit="3")[::2]).endswith(
+        "use another --report-dir, or --overwrite to replace it"
+    )
+    assert _run(tmp_path / "run", *command, "--overwrite", limit="3")[0] == 0
 
 
 @pytest.mark.slow
