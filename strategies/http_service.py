@@ -29,12 +29,11 @@ resumes it).
 from __future__ import annotations
 
 import math
-import urllib.parse
 from dataclasses import dataclass
 from typing import Any
 
 from flarebench.strategies.base import Strategy
-from flarebench.strategies.http_client import JSONEndpoint, is_http_url
+from flarebench.strategies.http_client import JSONEndpoint, is_http_url, redact_url
 from flarebench.strategies.http_client import ServiceError as ServiceError  # re-exported: this strategy's errors
 from flarebench.strategies.http_client import ServiceUnavailable as ServiceUnavailable
 from flarebench.strategies.lm import DEFAULT_MAX_RETRIES, DEFAULT_TIMEOUT, LM
@@ -68,9 +67,11 @@ class HTTPService(Strategy):
             raise ValueError("needs url=URL, the endpoint each question is POSTed to (http:url=http://HOST:PORT/PATH)")
         if not is_http_url(self.url):
             raise ValueError(f"url must be an http:// or https:// URL, got {self.url!r}")
-        parts = urllib.parse.urlsplit(self.url)
-        if parts.username is not None or parts.password is not None:
-            raise ValueError("url holds credentials, which run.json and every trace would record; remove them")
+        if redact_url(self.url) != self.url:
+            raise ValueError(
+                "url holds credentials or a key-like query parameter, which run.json and every trace "
+                "would record; remove them (the service can read its key from its own environment)"
+            )
         if not 0 < self.timeout < math.inf:
             raise ValueError(f"timeout must be a finite number > 0 seconds, got {self.timeout}")
         if self.retries < 0:

@@ -21,13 +21,18 @@ from typing import Any, Literal
 
 import flarebench.strategies.plugins as plugins
 from flarebench.strategies.base import Strategy
+from flarebench.strategies.http_client import redact_urls
 
 _REGISTRY: dict[str, type[Strategy]] = {}
 _ORIGINS: dict[str, str] = {}  # name -> where it was registered from, for the "already registered" error
 
 
 class SpecError(ValueError):
-    """A strategy spec names an unknown strategy or gives a bad parameter."""
+    """A strategy spec names an unknown strategy or gives a bad parameter. The message quotes the
+    spec with its URLs redacted (``http:url=...``): a key in one must not reach a terminal or a log."""
+
+    def __init__(self, message: str):
+        super().__init__(redact_urls(message))
 
 
 def register(name: str) -> Callable[[type[Strategy]], type[Strategy]]:

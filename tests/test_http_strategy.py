@@ -119,8 +119,11 @@ def test_http_is_known_but_not_in_all_and_needs_a_url():
         parse_spec("http")
     with pytest.raises(SpecError, match="url must be an http:// or https:// URL"):
         parse_spec("http:url=127.0.0.1:8000")
-    with pytest.raises(SpecError, match="url holds credentials"):
-        parse_spec("http:url=http://user:secret@127.0.0.1/answer")
+    # A key in the URL would be recorded with the spec everywhere; the refusal does not show it either.
+    for url in ("http://user:sk-SECRET123@127.0.0.1/answer", "http://127.0.0.1/answer?v=2&api_key=sk-SECRET123"):
+        with pytest.raises(SpecError, match="url holds credentials or a key-like query parameter") as refused:
+            parse_spec(f"http:url={url}")
+        assert "SECRET123" not in str(refused.value) and "***" in str(refused.value)
     with pytest.raises(SpecError, match="timeout must be a finite number > 0 seconds, got 0"):
         parse_spec("http:url=http://h/a,timeout=0")
     for timeout in ("nan", "inf"):  # refused as every float parameter that is not a finite number
