@@ -97,6 +97,20 @@ DEFAULT_TOLERANCES: dict[str, dict[str, float] | None] = {
 _SLACK = 1e-9
 
 
+def timed(metric: str) -> bool:
+    """Whether ``metric`` is a time (a latency, a ratio of latencies, seconds per question, the
+    harness's share of the wall time) that answers served from the --cache would make a lookup's;
+    the cold and warm latencies say which probes they cover, so they are not."""
+    if metric.endswith(("_cold_s", "_warm_s")):
+        return False
+    return metric in RATIO_METRICS or metric.endswith(("_s", "_s_per_q")) or metric == "harness_share"
+
+
+def _cached(rows: dict[str, dict[str, Any]], specs: list[str]) -> dict[str, float]:
+    """The specs among ``specs`` whose run served some LM calls or retrievals from the cache, with their share."""
+    return {s: share for s in specs if s in rows and (share := _number(rows[s].get("cached_share")))}
+
+
 def _few_probes(row: dict[str, Any]) -> str:
     """Why a p95 latency ratio over this row's probes is noisy, or "" when they are enough."""
     timed = _number(row.get("n"))
@@ -587,9 +601,23 @@ class Gating:
         else:
             new = with_ratios(rows[spec], rows.get(self.reference))
             few = _few_probes(rows[spec])
+            # A time measured on answers from the cache is a lookup's: no bound can be checked on it.
+            warm = {
+                m: cached
+                for m, t in self.tolerances.items()
+                if t
+                and timed(m)
+                and (cached := _cached(rows, [spec, *([self.reference] if m in RATIO_METRICS else [])]))
+            }
+            checked = {m: t for m, t in self.tolerances.items() if m not in warm}
             lines = [
                 b.line() + (f" ({few})" if few and b.metric == "latency_p95_ratio" else "")
-                for b in compare(self.baseline.metrics[self.against.get(spec, spec)], new, self.tolerances)
+                for b in compare(self.baseline.metrics[self.against.get(spec, spec)], new, checked)
+            ] + [
+                f"{m}: measured on answers from the cache ("
+                + ", ".join(f"{s} {share:.0%} cached" for s, share in cached.items())
+                + "): gate times on a run without --cache"
+                for m, cached in warm.items()
             ]
         self.verdicts[spec] = lines
         return lines
@@ -641,6 +669,12 @@ class Gating:
         broken = [s for s, lines in self.verdicts.items() if lines]
         if broken:
             return f"baseline not saved: {', '.join(broken)} broke the gate"
+        cached = _cached(rows, [self.reference, *self.wanted])
+        if cached and any(t and timed(m) for m, t in self.tolerances.items()):
+            return (
+                f"baseline not saved: {', '.join(cached)} answered from the cache, so its times are lookups; "
+                "save it from a run without --cache"
+            )
         doc = self.baseline_document(summary)
         from flarebench.bench.report import write_atomic
 

@@ -642,6 +642,33 @@ def test_a_baseline_is_not_saved_from_a_failing_gate(tmp_path, oracle):
     assert not (tmp_path / "new.json").exists()
 
 
+@pytest.mark.slow
+def test_times_from_the_cache_are_not_gated_and_not_saved(tmp_path, oracle):
+    baseline = _save(tmp_path)
+    cache = ("--cache", str(tmp_path / "cache"))
+    code, out, err = run_cli("--limit", "3", "--report-dir", str(tmp_path / "cold"), "--gate", str(baseline), *cache)
+    assert code == 0, out + err  # a cold cache: every time was the model's
+    # The same run again: every answer is a lookup, whose time says nothing of the model's.
+    code, out, err = run_cli("--limit", "3", "--report-dir", str(tmp_path / "warm"), "--gate", str(baseline), *cache)
+    assert code == 1, out + err
+    assert (
+        "  latency_p95_ratio: measured on answers from the cache (single_time 100% cached, no_retrieval 100% cached): "
+        "gate times on a run without --cache"
+    ) in err
+    assert "em: " not in err  # the other metrics were checked, and passed
+    code, out, err = run_cli(
+        *("--strategy", "single_time", "--limit", "3", "--report-dir", str(tmp_path / "save")),
+        *("--save-baseline", str(tmp_path / "warm.json")),
+        *cache,
+    )
+    assert code == 1, out + err
+    assert (
+        "baseline not saved: no_retrieval, single_time answered from the cache, so its times are lookups; "
+        "save it from a run without --cache"
+    ) in out + err
+    assert not (tmp_path / "warm.json").exists()
+
+
 def _pytest_bench(pytester, *args):
     return pytester.runpytest_inprocess(str(ROOT / "bench"), "-p", "no:cacheprovider", *args)
 
