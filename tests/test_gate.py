@@ -274,12 +274,17 @@ def _baseline_doc():
             lambda d: {**d, "metrics": {"flare_direct:theta=abc": {"em": 0.5}}},
             "metrics.flare_direct:theta=abc: flare_direct:theta=abc: theta must be",
         ),
+        (  # edited by hand: the last em would loosen the gate unseen
+            lambda d: json.dumps(d).replace('"tolerances": {', '"tolerances": {"em": {"max_drop": 0.9}, ', 1),
+            "not valid JSON (key 'em' given twice in one object)",
+        ),
     ],
 )
 def test_a_bad_baseline_file_is_one_clear_line(tmp_path, content, problem):
     path = tmp_path / "baseline.json"
     if callable(content):
-        path.write_text(json.dumps(content(_baseline_doc())))
+        doc = content(_baseline_doc())
+        path.write_text(doc if isinstance(doc, str) else json.dumps(doc))
     elif content is not None:
         path.write_text(content)
     with pytest.raises(GateError) as err:
