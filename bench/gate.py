@@ -701,6 +701,18 @@ class Gating:
                 f"it replaced a baseline that also held {', '.join(dropped)}, which this file no longer gates "
                 "(run them too, with --strategy, to keep them)"
             )
+        unmeasured = [
+            f"{m} for {s}"
+            for s, row in doc["metrics"].items()
+            for m, bound in self.tolerances.items()
+            if bound and row.get(m) is None
+        ]
+        if unmeasured:
+            # A bound on a value the run could not compute breaks every later gate.
+            notes.append(
+                f"it holds no value for {', '.join(unmeasured)}, so every gate against it breaks there: "
+                "drop that bound (--tolerance METRIC=off) or leave that spec out"
+            )
         few = [f for s in self.wanted if (f := _few_probes(rows[s]))]
         if few and self.tolerances.get("latency_p95_ratio"):
             notes.append(f"its latency_p95_ratio {few[0]}")

@@ -330,7 +330,7 @@ def test_a_baseline_says_what_it_cannot_see_when_saved_and_checked(tmp_path):
     doc["metrics"]["single_time"].update(n=3, errors=0, latency_p95_ratio=2.0)
     doc["tolerances"] = {"latency_p95_ratio": {"max_rise_rel": 0.25}, "n": None, "errors": None}
     path.write_text(json.dumps(doc))
-    row = {"strategy": "single_time", "em": 0.5, "f1": 0.5, "errors": 0, "latency_p95_s": 6.0}
+    row = {**BASE, "strategy": "single_time", "em": 0.5, "f1": 0.5, "latency_p95_s": 6.0}
     reference = {"strategy": "no_retrieval", "latency_p95_s": 2.0, "errors": 0}
     summary = pd.DataFrame([{**reference, "n": 3}, {**row, "n": 3}])
     (line,) = Gating.from_options(["single_time"], gate=str(path)).check("single_time", summary)
@@ -356,12 +356,16 @@ def test_a_baseline_says_what_it_cannot_see_when_saved_and_checked(tmp_path):
         "; em, f1 are 0 for every spec, so no drop in answer quality can break this gate: bound a metric "
         "that is above 0 too (e.g. --tolerance recall=max_drop:0.05 --tolerance faithfulness=max_drop:0.1)"
     )
+    # A bound on a value the run could not compute would break every later gate: said when saved.
+    unmeasured = pd.DataFrame([{**reference, "n": 20}, {**row, "n": 20, "f1": None}])
+    assert saving.save(unmeasured).endswith(
+        "; it holds no value for f1 for single_time, so every gate against it breaks there: drop that bound "
+        "(--tolerance METRIC=off) or leave that spec out"
+    )
 
 
 def test_saving_over_a_baseline_names_the_specs_it_drops_and_never_overwrites_another_file(tmp_path):
-    rows = pd.DataFrame(
-        [{"strategy": s, "n": 20, "errors": 0, "em": 0.5, "latency_p95_s": 1.0} for s in ("no_retrieval", "ircot")]
-    )
+    rows = pd.DataFrame([{**BASE, "strategy": s, "n": 20, "latency_p95_s": 1.0} for s in ("no_retrieval", "ircot")])
     path = tmp_path / "b.json"
     doc = _baseline_doc()
     doc["metrics"]["ircot"] = {"em": 0.1}
