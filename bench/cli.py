@@ -95,7 +95,10 @@ def _compare(args: argparse.Namespace) -> int:
     args.budget = _once(args.budget, "--budget", "compare calibrates to one budget")
     specs = expand(args.strategy)
     if len(specs) < 2:
-        raise UserError(f"compare needs at least two strategies (repeat --strategy, or 'all'); got {', '.join(specs)}")
+        twice = " (given more than once; a spec runs once)" if len(args.strategy or []) > 1 else ""
+        raise UserError(
+            f"compare needs at least two different strategies (repeat --strategy, or 'all'); got {', '.join(specs)}{twice}"
+        )
     # Without the bounds (the always row retrieves on every sentence: often the longest spec to run).
     bounds = {"bounds": False} if args.no_bounds else {}
     if not args.budget:

@@ -222,7 +222,11 @@ def test_sweep_runs_one_spec_per_value_and_plots_against_it(tmp_path, probe_awar
         (["sweep", "--strategy", "flare_direct:theta=0.5", "--param", "theta=0,1"], "sets 'theta' already"),
         (["sweep", "--strategy", "flare_direct", "--param", "tehta=0,1"], "has no parameter 'tehta'"),
         (["sweep", "--strategy", "flare_direct", "--param", "theta=0,2"], "theta must be within [0, 1]"),
-        (["compare", "--strategy", "single_time"], "compare needs at least two strategies"),
+        (["compare", "--strategy", "single_time"], "compare needs at least two different strategies"),
+        (
+            ["compare", "--strategy", "single_time", "--strategy", "single_time"],
+            "got single_time (given more than once; a spec runs once)",
+        ),
     ],
 )
 def test_study_usage_errors_are_one_line(args, message, probe_aware):
