@@ -97,7 +97,8 @@ def _compare(args: argparse.Namespace) -> int:
     if len(specs) < 2:
         twice = " (given more than once; a spec runs once)" if len(args.strategy or []) > 1 else ""
         raise UserError(
-            f"compare needs at least two different strategies (repeat --strategy, or 'all'); got {', '.join(specs)}{twice}"
+            "compare needs at least two different strategies (repeat --strategy, or 'all'); "
+            f"got {', '.join(specs)}{twice}"
         )
     # Without the bounds (the always row retrieves on every sentence: often the longest spec to run).
     bounds = {"bounds": False} if args.no_bounds else {}
