@@ -399,7 +399,7 @@ def _scored_line(traces: list, selected: int) -> str:
 def _score(args: argparse.Namespace) -> int:
     from flarebench.bench.breakdown import BreakdownError, breakdown, csv_name
     from flarebench.bench.html import REPORT_HTML
-    from flarebench.bench.report import format_table, probe_rows, write_atomic
+    from flarebench.bench.report import absent_reference, format_table, probe_rows, write_atomic
 
     try:  # a field that cannot name its file is refused before anything is scored
         files = {field: csv_name(field) for field in args.by or []}
@@ -413,7 +413,9 @@ def _score(args: argparse.Namespace) -> int:
         raise UserError(str(e)) from None
     if _publish(run_dir, info, summary, line) and (run_dir / REPORT_HTML).exists():
         print(f"{run_dir / REPORT_HTML} still shows the earlier scoring: flarebench report {run_dir} rebuilds it")
-    print(format_table(summary))
+    print(
+        "\n".join(filter(None, [format_table(summary), args.reference and absent_reference(summary, args.reference)]))
+    )
     for field, table in tables.items():
         write_atomic(run_dir / files[field], table.to_csv(index=False, float_format="%.6g"))
         print(f"\nby {field} ({files[field]}):\n{format_table(table)}")

@@ -199,6 +199,14 @@ def decimals(frame: pd.DataFrame) -> dict[str, int]:
     return out
 
 
+def absent_reference(summary: pd.DataFrame, reference: str) -> str:
+    """A line for the terminal when ``reference`` (asked for with --reference) is not among the
+    summary's strategies, whose delta columns are then empty; "" otherwise."""
+    if summary.empty or reference in set(summary["strategy"]):
+        return ""
+    return f"note: --reference {reference} is not in this run, so the delta columns are empty"
+
+
 def format_table(summary: pd.DataFrame, fmt: str = "github", compact: bool = False) -> str:
     """The summary as a text table, numbers rounded for reading (:func:`decimals`); ``compact``
     keeps the columns a reader compares first (see :func:`compact_frame`)."""

@@ -43,6 +43,7 @@ from flarebench.bench.recipe import BackendRecipe
 from flarebench.bench.report import (
     SUMMARY_CSV,
     SUMMARY_MD,
+    absent_reference,
     format_table,
     is_comparison,
     summary_frame,
@@ -51,6 +52,7 @@ from flarebench.bench.report import (
 )
 from flarebench.bench.runlock import LOCK, LockHeld, RunLock
 from flarebench.bench.runner import TRACES, TraceError, TraceLog, refusal, run_strategy, warm_up
+from flarebench.bench.settings import DEFAULT
 from flarebench.bench.trigger_scores import TRIGGERS_CSV
 from flarebench.probes.load import SHIPPED_DIR, ProbeError, load_probe_set
 from flarebench.strategies import plugins
@@ -705,6 +707,8 @@ class BenchSession:
         """What every entry point prints when a run ends (the CLI to stdout, `pytest bench` in its
         terminal summary): the table, the run folder, its report, and the gate's verdict."""
         lines = [self.table(), f"run folder: {self.run_dir}"]
+        if (self.option_sources or {}).get("reference", DEFAULT) != DEFAULT:  # asked for, not the default
+            lines[1:1] = filter(None, [absent_reference(self.summary(), self.reference)])
         if self.report_path is not None:
             lines.append(f"report: {self.report_path}")
         gating = self.gating

@@ -70,8 +70,9 @@ def test_score_gives_the_summary_the_run_wrote(tmp_path, scripted_lm):
 @pytest.mark.slow
 def test_resume_with_other_prices_or_reference_is_allowed(tmp_path, scripted_lm):
     run_dir = tmp_path / "run"
-    code, out, err = run_cli("run", "--strategy", "single_time", "--limit", "2", "--report-dir", str(run_dir))
+    code, out, err = run_cli("run", "--strategy", "flare_direct", "--limit", "2", "--report-dir", str(run_dir))
     assert code == 0, out + err
+    assert "--reference" not in out  # the default reference is not in this run: not asked for, not said
     traces = (run_dir / "traces.jsonl").read_text()
     run = json.loads((run_dir / "run.json").read_text())
     assert run["scoring"]["price"] is None  # the scripted LM has no entry in the shipped table
@@ -79,10 +80,13 @@ def test_resume_with_other_prices_or_reference_is_allowed(tmp_path, scripted_lm)
     prices = tmp_path / "p.toml"
     prices.write_text('[models."scripted"]\nprompt_per_1m = 1.0\ncompletion_per_1m = 1.0\n')
     code, out, err = run_cli(
-        "run", "--strategy", "single_time", "--limit", "2", "--report-dir", str(run_dir),
+        "run", "--strategy", "flare_direct", "--limit", "2", "--report-dir", str(run_dir),
         "--prices", str(prices), "--reference", "no_retrieval",
     )  # fmt: skip
     assert code == 0, out + err
+    note = "note: --reference no_retrieval is not in this run, so the delta columns are empty"
+    assert note in out
+    assert note in run_cli("score", str(run_dir), "--reference", "no_retrieval")[1]
     assert (run_dir / "traces.jsonl").read_text() == traces  # resumed, nothing generated again
     assert json.loads((run_dir / "run.json").read_text())["scoring"]["reference"] == "no_retrieval"
     assert pd.read_csv(run_dir / "summary.csv")["cost_per_q"].iloc[0] > 0
