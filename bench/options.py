@@ -77,8 +77,8 @@ RUN_OPTIONS: tuple[Option, ...] = (
     Option(
         "--probes",
         "probe set: a shipped name (see `python -m flarebench.probes list`), a folder in the probe format, or "
-        "an official HotpotQA, 2WikiMultihopQA, ASQA or StrategyQA JSON file (see --probes-format) "
-        "(default: phantomwiki)",
+        "an official HotpotQA, 2WikiMultihopQA, ASQA or StrategyQA JSON file (see --probes-format); a shipped "
+        "name wins over a folder of that name, ./NAME is the folder (default: phantomwiki)",
         default="phantomwiki",
         metavar="NAME|PATH",
     ),

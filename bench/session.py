@@ -54,7 +54,7 @@ from flarebench.bench.runlock import LOCK, LockHeld, RunLock
 from flarebench.bench.runner import TRACES, TraceError, TraceLog, refusal, run_strategy, warm_up
 from flarebench.bench.settings import DEFAULT
 from flarebench.bench.trigger_scores import TRIGGERS_CSV
-from flarebench.probes.load import SHIPPED_DIR, ProbeError, load_probe_set
+from flarebench.probes.load import SHIPPED_DIR, ProbeError, load_probe_set, shadowed
 from flarebench.strategies import plugins
 from flarebench.strategies.backends import lm_class, only_for
 from flarebench.strategies.base import LONG_ANSWER_DEFAULTS
@@ -184,6 +184,10 @@ class BenchSession:
             self.probe_set = load_probe_set(self.probes, self.probes_format)
         except ProbeError as e:
             raise ConfigError(_probe_problem(self.probes, e), option="--probes") from None
+        if hidden := shadowed(self.probes):
+            kind = "folder" if hidden.is_dir() else "file"
+            note = f"--probes {self.probes} is the shipped set, not the {kind} {hidden} here (give ./{hidden} for that)"
+            print(f"flarebench: {note}", file=sys.stderr)
         self.selected = self.probe_set.probes[: self.limit] if self.limit else list(self.probe_set.probes)
         self.specs = expand(self.strategy)
         # Regression gates (bench/gate.py): with --gate or --save-baseline the latency reference runs first.

@@ -20,6 +20,7 @@ from pathlib import Path
 from typing import Any
 
 from flarebench.bench.options import RUN_OPTIONS, Option
+from flarebench.probes.load import is_shipped_name
 
 CONFIG_FILE = "flarebench.toml"
 PYPROJECT = "pyproject.toml"
@@ -145,8 +146,8 @@ def _value(opt: Option, raw: Any, base: Path, where: str) -> Any:
         raise SettingsError(f"{where}: expected {opt.type.__name__}{also}, got {raw!r}")
     if opt.dest in _PATH_OPTIONS:
         return str(base / raw)
-    if opt.dest == "probes" and (base / raw).exists():
-        return str(base / raw)  # a folder beside the file; otherwise a shipped set's name
+    if opt.dest == "probes" and (base / raw).exists() and not is_shipped_name(raw):
+        return str(base / raw)  # a folder beside the file; a shipped set's name means it, as on the command line
     return opt.type(raw)
 
 

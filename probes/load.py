@@ -29,14 +29,23 @@ def shipped_names() -> list[str]:
     return sorted(d.name for d in SHIPPED_DIR.iterdir() if d.is_dir() and (d / PROBES_FILE).is_file())
 
 
-def resolve(name_or_path: str) -> tuple[str, Path]:
-    """Return (set name, path) for a shipped name, a folder or a file; ProbeError if none.
-
-    A file's set name is its name without the extension."""
-    text = os.fspath(name_or_path)
-    # A bare shipped name wins over a same-named folder in the working directory; ./name is the folder.
+def is_shipped_name(text: str) -> bool:
+    """Whether ``text`` names a shipped set. A bare shipped name wins over a same-named folder in the
+    working directory (a command means the same everywhere); ``./name`` is the folder."""
     looks_like_path = os.sep in text or (os.altsep or os.sep) in text or text.startswith((".", "~"))
-    if not looks_like_path and text in shipped_names():
+    return not looks_like_path and text in shipped_names()
+
+
+def shadowed(text: str, base: Path = Path()) -> Path | None:
+    """The file or folder in ``base`` that the shipped set named ``text`` hides, else None."""
+    return base / text if is_shipped_name(text) and (base / text).exists() else None
+
+
+def resolve(name_or_path: str) -> tuple[str, Path]:
+    """Return (set name, path) for a shipped name (:func:`is_shipped_name`), a folder or a file;
+    ProbeError if none. A file's set name is its name without the extension."""
+    text = os.fspath(name_or_path)
+    if is_shipped_name(text):
         return text, SHIPPED_DIR / text
     folder = Path(text).expanduser()
     if folder.is_dir():

@@ -138,6 +138,17 @@ def test_overwrite_replaces_a_run_and_never_removes_other_files(tmp_path, script
     assert _run(run_dir, "--overwrite")[0] == 0
 
 
+def test_a_folder_named_like_a_shipped_set_is_said_to_be_hidden(tmp_path, scripted_lm, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "phantomwiki").mkdir()
+    code, out, err = run_cli("run", "--probes", "phantomwiki", "--strategy", "no_retrieval", "--limit", "1")
+    assert code == 0, err
+    note = "--probes phantomwiki is the shipped set, not the folder phantomwiki here (give ./phantomwiki for that)"
+    assert f"flarebench: {note}" in err
+    code, out, err = run_cli("run", "--probes", "./phantomwiki", "--strategy", "no_retrieval", "--limit", "1")
+    assert code == 2 and "shipped set" not in err  # the folder, which holds no probe set
+
+
 # --------------------------------------------------------------------------------------------
 # traces.jsonl: damaged lines and duplicates
 # --------------------------------------------------------------------------------------------

@@ -50,9 +50,14 @@ def test_values_are_typed_and_paths_are_relative_to_the_file(tmp_path):
         "cache": "default",
         "retriever": "bm25s",
     }
-    # A name that is no folder beside the file stays a shipped set's name.
+    # A shipped set's name means that set, as on the command line, even beside a folder of that name;
+    # ./nq is the folder.
     path.write_text('probes = "nq"\n')
     assert load(tmp_path).values == {"probes": "nq"}
+    (tmp_path / "nq").mkdir()
+    assert load(tmp_path).values == {"probes": "nq"}
+    path.write_text('probes = "./nq"\n')
+    assert load(tmp_path).values == {"probes": str(tmp_path / "nq")}
 
 
 @pytest.mark.parametrize(
