@@ -54,7 +54,7 @@ from flarebench.bench.runlock import LOCK, LockHeld, RunLock
 from flarebench.bench.runner import TRACES, TraceError, TraceLog, refusal, run_strategy, warm_up
 from flarebench.bench.settings import DEFAULT
 from flarebench.bench.trigger_scores import TRIGGERS_CSV
-from flarebench.probes.load import SHIPPED_DIR, ProbeError, load_probe_set, shadowed
+from flarebench.probes.load import SHIPPED_DIR, ProbeError, check_format, load_probe_set, shadowed
 from flarebench.strategies import plugins
 from flarebench.strategies.backends import lm_class, only_for
 from flarebench.strategies.base import LONG_ANSWER_DEFAULTS
@@ -180,6 +180,10 @@ class BenchSession:
                 f"{self.lm} does not (use --lm openai:MODEL)"
             )
         self.ray = self._ray_settings()
+        try:  # named apart: a format from the config file is located there, not at --probes
+            check_format(self.probes_format)
+        except ProbeError as e:
+            raise ConfigError(str(e), option="--probes-format") from None
         try:
             self.probe_set = load_probe_set(self.probes, self.probes_format)
         except ProbeError as e:

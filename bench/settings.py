@@ -179,6 +179,6 @@ def locate(message: str, sources: dict[str, str], option: str | None = None) -> 
 
 def _text(path: Path) -> str:
     try:
-        return path.read_text(encoding="utf-8")
+        return path.read_text(encoding="utf-8-sig")  # an editor's byte-order mark is no TOML statement
     except (OSError, UnicodeDecodeError) as e:
         raise SettingsError(f"{path}: cannot be read ({e})") from None

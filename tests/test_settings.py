@@ -171,6 +171,7 @@ def test_a_bad_value_from_the_file_names_the_file_line_and_key(tmp_path, monkeyp
         ("lm = 'nosuch:x'", "lm: unknown LM spec 'nosuch:x'"),
         ("judge = 'bad'", "judge: unknown judge spec 'bad'"),
         ("plugin = ['nosuchmod']", "plugin: --plugin nosuchmod: no module named 'nosuchmod'"),
+        ("probes-format = 'yaml'", "probes-format: unknown probe format 'yaml'"),
     ],
 )
 def test_a_value_whose_message_does_not_open_with_its_flag_is_named_too(tmp_path, monkeypatch, line, opening):
@@ -179,6 +180,11 @@ def test_a_value_whose_message_does_not_open_with_its_flag_is_named_too(tmp_path
     code, out, err = run_cli("run")
     assert code == 2 and err.startswith(f"flarebench: {path}:2: {opening}"), err
     assert not (tmp_path / "runs").exists()
+
+
+def test_a_file_an_editor_saved_with_a_byte_order_mark_is_read(tmp_path):
+    (tmp_path / "flarebench.toml").write_bytes(b"\xef\xbb\xbflimit = 3\n")
+    assert load(tmp_path).values == {"limit": 3}
 
 
 def test_a_cli_run_takes_the_file_and_records_where_values_came_from(tmp_path, monkeypatch, scripted_lm):
