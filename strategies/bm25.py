@@ -53,8 +53,14 @@ class BM25Retriever(Retriever):
     def _load_or_build(self) -> bm25s.BM25:
         if (self.index_dir / "params.index.json").exists():
             return bm25s.BM25.load(str(self.index_dir), show_progress=False)
+        tokens = self._tokenize([_doc_text(p) for p in self.passages], True)
+        if not tokens.vocab:  # bm25s fails deep inside (an empty max()) without saying why
+            raise ValueError(
+                "cannot build a BM25 index: no document holds a word to index (every title and text is "
+                "empty or stopwords)"
+            )
         bm25 = bm25s.BM25(**PARAMS)
-        bm25.index(self._tokenize([_doc_text(p) for p in self.passages], True), show_progress=False)
+        bm25.index(tokens, show_progress=False)
         # Write to a temporary folder and rename, so an interrupted build never leaves half an index.
         self.index_dir.parent.mkdir(parents=True, exist_ok=True)
         tmp = tempfile.mkdtemp(dir=self.index_dir.parent)

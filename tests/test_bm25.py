@@ -1,5 +1,7 @@
 """The bm25s retriever: ranking, edge cases, and the on-disk index cache."""
 
+import pytest
+
 from flarebench.strategies.bm25 import BM25Retriever
 from flarebench.strategies.records import Passage
 
@@ -41,3 +43,10 @@ def test_real_corpus_finds_the_named_person(phantom, retriever):
     assert named
     found = sum(p.gold_doc_ids[0] in [h.id for h in retriever.search(p.question, 3)[0]] for p in named)
     assert found / len(named) >= 0.9
+
+
+def test_a_corpus_without_a_word_to_index_is_refused_saying_so(tmp_path, monkeypatch):
+    monkeypatch.setenv("FLAREBENCH_CACHE", str(tmp_path))
+    with pytest.raises(ValueError, match="no document holds a word to index"):
+        BM25Retriever([Passage("a", "", ""), Passage("b", "the", "and of the")])
+    assert not (tmp_path / "bm25s").exists()  # no index written
