@@ -6,7 +6,7 @@ best first::
 
     [{"id": "d1", "title": "Bea Tull", "text": "Bea Tull is ...", "score": 12.5}, ...]
 
-``id`` (a non-empty string) and ``text`` (a string) are required in each item; ``title`` (a string,
+``id`` (a non-empty string, each listed once) and ``text`` (a string) are required in each item; ``title`` (a string,
 default "") and ``score`` (a number, default 0.0) may be absent or null. The first ``k`` items are
 kept, in the service's order, and only they are read. The service holds its own index: of the probe
 set's corpus only the ids are used, since recall compares the ids found with the probes' gold ids
@@ -74,7 +74,16 @@ class HttpRetriever(Retriever):
         data = self._endpoint.post({"query": query, "k": k})
         if not isinstance(data, list):
             raise self._endpoint.malformed("", f"a JSON list of {ITEM}", data)
-        return [self._passage(i, item) for i, item in enumerate(data[:k])]
+        passages = [self._passage(i, item) for i, item in enumerate(data[:k])]
+        seen: dict[str, int] = {}
+        for i, p in enumerate(passages):
+            if p.id in seen:  # a search lists each document once: a repeat would fill k with one passage
+                raise self._endpoint.error(
+                    f"returned [{i}].id {short(json.dumps(p.id))} twice (also [{seen[p.id]}]); "
+                    "a document is listed once"
+                )
+            seen[p.id] = i
+        return passages
 
     def _passage(self, i: int, item: Any) -> Passage:
         """Item ``i`` of the reply as a passage; a ServiceError naming the field that is not as the

@@ -249,6 +249,10 @@ DOC_ID = "a non-empty string (a doc id of the probe set's corpus)"
             [{"id": "d1", "text": "a"}, {"id": "wiki:42", "text": "b"}],
             'returned [1].id "wiki:42", which is not a doc id of the probe set\'s corpus (the service must index',
         ),
+        (
+            [{"id": "d1", "text": "a"}, {"id": "d2", "text": "b"}, {"id": "d1", "text": "a"}],
+            'returned [2].id "d1" twice (also [0]); a document is listed once',
+        ),
     ],
 )
 def test_a_malformed_reply_is_that_probes_error_naming_the_url_and_the_field(search, body, message):
