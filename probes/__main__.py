@@ -108,7 +108,7 @@ def main(argv: list[str] | None = None) -> int:
     c.add_argument(
         "--licence", help="the Licence line of the set's README.md (default: the documents' own, not recorded)"
     )
-    c.add_argument("--overwrite", action="store_true", help="replace SET when it is not empty")
+    c.add_argument("--overwrite", action="store_true", help="replace the set built at SET (never other files)")
     args = ap.parse_args(argv)
     if args.command == "list":
         return _list()

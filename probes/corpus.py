@@ -10,7 +10,9 @@ file's title and the chunk's heading path. The questions (``flarebench.probes.qu
 the source, the counts and the chunking; run.json records the chunking from ``build.json``.
 
 The set is written into a temporary folder beside SET, checked by the validator and then renamed:
-an interrupted build leaves SET as it was.
+an interrupted build leaves SET as it was. SET is new, empty or a built set (its files are those
+of :data:`BUILT_FILES`, which ``--overwrite`` replaces); a folder holding any other file, the
+source folder (or one inside it or holding it) and the current folder are refused.
 """
 
 from __future__ import annotations
@@ -35,11 +37,13 @@ from flarebench.strategies.llamacpp import vocabulary_only
 
 from .documents import FORMATS, DocumentError, SourceDocument, read_document
 from .questions import DEFAULT_NAMES, Question, QuestionError, read_questions
-from .validate import BUILD_FILE, CORPUS_FILE, PROBES_FILE, README_FILE, check_folder, did_you_mean
+from .validate import BUILD_FILE, CORPUS_FILE, PROBES_FILE, README_FILE, check_folder, check_scorable, did_you_mean
 
 DEFAULT_LICENCE = "the source documents' own licence (not recorded here)"
 #: Below this, one character (up to 4 UTF-8 bytes, a token each at worst) might not fit a chunk.
 MIN_CHUNK_TOKENS = 8
+#: The files a build writes: all that --out may hold, and all that --overwrite replaces.
+BUILT_FILES = (CORPUS_FILE, PROBES_FILE, README_FILE, BUILD_FILE)
 
 
 class CorpusError(Exception):
@@ -174,6 +178,7 @@ def _probes(asked: list[Question], where: Path, chunks: list[Chunk]) -> list[dic
     for q in asked:
         gold = resolve(q.line, "gold", q.gold)
         if not q.long:
+            check_scorable(str(where), q.line, "answers", q.answers, problems)  # named in the user's file
             row = {"id": q.id, "question": q.question, "answers": q.answers, "answer_type": "single"}
             rows.append({**row, "gold_doc_ids": gold})
             continue
@@ -278,12 +283,31 @@ def _write(out: Path, files: dict[str, str]) -> None:
 
 
 def _check_out(folder: Path, out: Path, overwrite: bool) -> None:
+    """Refuse an --out that a build would damage: out is swapped whole for the new set
+    (:func:`_write`), so it must hold nothing but a set's own files, nor the documents, nor the
+    folder this process works in."""
     if out.exists() and not out.is_dir():
         raise CorpusError([f"{out}:0: (out): exists and is not a folder"])
-    if out.is_dir() and any(out.iterdir()) and not overwrite:
-        raise CorpusError([f"{out}:0: (out): not empty; pass --overwrite to replace it"])
-    if out.resolve().is_relative_to(folder.resolve()):
+    source, target = folder.resolve(), out.resolve()
+    if target == source:
+        raise CorpusError([f"{out}:0: (out): is the source folder; give the set a folder of its own"])
+    if target.is_relative_to(source):
         raise CorpusError([f"{out}:0: (out): inside the source folder {folder}; a rebuild would read the set"])
+    if source.is_relative_to(target):
+        raise CorpusError([f"{out}:0: (out): holds the source folder {folder}; give the set a folder of its own"])
+    if Path.cwd().is_relative_to(target):
+        raise CorpusError([f"{out}:0: (out): is or holds the current folder; give the set a folder of its own"])
+    if out.is_dir():
+        entries = sorted(out.iterdir())
+        if foreign := [p.name for p in entries if p.name not in BUILT_FILES or not p.is_file()]:
+            raise CorpusError(
+                [
+                    f"{out}:0: (out): holds {foreign[0]!r}, which no build writes; give a new or empty folder "
+                    "(--overwrite replaces a built set, never other files)"
+                ]
+            )
+        if entries and not overwrite:
+            raise CorpusError([f"{out}:0: (out): holds a built set; pass --overwrite to replace it"])
     try:  # before the documents are read: a place that cannot be written fails at once
         paths.check_folder("--out", out)
     except paths.PathError as e:

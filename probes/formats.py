@@ -5,8 +5,10 @@ A file is first read with plain ``json`` and checked record by record, so that e
 one ``FILE:N: FIELD: message`` line, where N is the record's position (1-based) in a JSON array,
 its line in a JSON-lines file, or the line of a JSON syntax error (field ``(json)``); problems
 about the whole file use N = 0.  The line ends with the record's own id in brackets where it has
-one.  A valid file is then loaded with the ``datasets`` library (offline, its cache under
-flarebench's cache folder) and converted into a :class:`flarebench.probes.model.ProbeSet`.
+one.  A valid file's records are then loaded with the ``datasets`` library (offline, its cache under
+flarebench's cache folder; as JSON lines without blank lines, in a file named by the sha256 of the
+file they were read from, so that an edited file is never served from the cache) and converted into
+a :class:`flarebench.probes.model.ProbeSet`.
 
 How each format becomes a corpus and probes:
 
@@ -631,12 +633,23 @@ def datasets_cache_dir() -> Path:
     return cache_root() / "datasets"
 
 
-def _row_id(row: dict):
-    return next((row[k] for k in ("_id", "id", "qid", "sample_id") if row.get(k) is not None), None)
+def _rows_file(records: list[Record], digest: str) -> Path:
+    """The validated records as JSON lines, in a file named by the sha256 of the file they were read
+    from: what ``datasets`` loads."""
+    from flarebench.bench.report import write_atomic
+
+    # datasets' JSON reader stops on a blank line, which JSON lines allow; and it keys its cache by a
+    # file's path and modification time, which can survive an edit (cp -p, rsync -a): a path that
+    # names the content is never served another content's rows.
+    path = datasets_cache_dir() / "rows" / f"{digest}.jsonl"
+    if not path.exists():
+        path.parent.mkdir(parents=True, exist_ok=True)
+        write_atomic(path, "".join(json.dumps(r.obj) + "\n" for r in records))
+    return path
 
 
-def _load_rows(path: Path, layout: str, records: list[Record]) -> list[dict]:
-    """Load the validated file with ``datasets``, offline, and return its rows as dicts."""
+def _load_rows(layout: str, records: list[Record], digest: str) -> list[dict]:
+    """Load the validated records with ``datasets``, offline, and return its rows as dicts."""
     # Never fetch anything: flarebench reads local files only.
     os.environ["HF_DATASETS_OFFLINE"] = "1"
     os.environ["HF_HUB_OFFLINE"] = "1"
@@ -658,17 +671,11 @@ def _load_rows(path: Path, layout: str, records: list[Record]) -> list[dict]:
             ]
             ds = datasets.Dataset.from_list(samples, on_mixed_types="use_json")
             return ds.to_list()
-        # datasets keys its cache by the file's path and modification time: should that miss an
-        # edit, the rows differ from what was validated, and the file is read again.
-        rows: list[dict] = []
-        for mode in (None, "force_redownload"):
-            ds = datasets.load_dataset(
-                "json", data_files=str(path), split="train", cache_dir=str(datasets_cache_dir()), download_mode=mode
-            )
-            rows = ds.to_list()
-            if [_row_id(r) for r in rows] == [_row_id(r.obj) for r in records]:
-                break
-        return rows
+        rows_file = _rows_file(records, digest)
+        ds = datasets.load_dataset(
+            "json", data_files=str(rows_file), split="train", cache_dir=str(datasets_cache_dir())
+        )
+        return ds.to_list()
     finally:
         if bars_were_on:
             datasets.enable_progress_bars()
@@ -714,8 +721,9 @@ def load_file(path, fmt: str = "auto") -> ProbeSet:
     check_records(name, layout, records, fmt, problems)
     if problems:
         raise FormatError(problems.result())
+    digest = hashlib.sha256(data).hexdigest()
     try:
-        rows = _load_rows(file.resolve(), layout, records)
+        rows = _load_rows(layout, records, digest)
     except Exception as e:  # datasets raises many kinds; the user needs one line, not a traceback
         msg = " ".join(str(e).split())[:300]
         raise FormatError([f"{name}:0: (datasets): could not load the file: {type(e).__name__}: {msg}"]) from None
@@ -724,7 +732,6 @@ def load_file(path, fmt: str = "auto") -> ProbeSet:
     corpus, probes = _CONVERT[fmt](rows, fmt)
     if not corpus:
         raise FormatError([f"{name}:0: (file): {_NO_CORPUS[fmt]}"])
-    digest = hashlib.sha256(data).hexdigest()
     return ProbeSet(
         name=file.stem,
         path=file.resolve(),

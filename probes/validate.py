@@ -13,6 +13,8 @@ import os
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 
+from flarebench.bench.answers import normalize_answer
+
 from .model import ANSWER_TYPES, find_licence
 
 CORPUS_FILE = "corpus.jsonl"
@@ -149,6 +151,18 @@ def _check_str_list(path: str, n: int, key: str, value, problems: list[str], non
     return ok
 
 
+def check_scorable(path: str, n: int, key: str, answers: list[str], problems: list[str]) -> None:
+    """A problem line per answer of a short probe that normalises to nothing (articles and
+    punctuation only, such as "A", "the" or "..."): answers are compared normalised
+    (flarebench.bench.answers.normalize_answer), so no answer could ever match it."""
+    for i, answer in enumerate(answers):
+        if not normalize_answer(answer):
+            problems.append(
+                f"{path}:{n}: {key}[{i}]: '{answer}' normalises to nothing (scoring drops articles and punctuation): "
+                "it can never be matched"
+            )
+
+
 def _check_doc_ids(
     path: str, n: int, key: str, value, doc_ids: set[str] | None, problems: list[str], nonempty: bool
 ) -> bool:
@@ -278,6 +292,8 @@ def _check_probe(path: str, n: int, probe: dict, doc_ids: set[str] | None, probl
             )
     else:
         answers_ok = "answers" in probe and _check_str_list(path, n, "answers", probe["answers"], problems, True)
+        if answers_ok:
+            check_scorable(path, n, "answers", probe["answers"], problems)
     if kind == "yes_no" and answers_ok and probe["answers"] not in (["yes"], ["no"]):
         got = json.dumps(probe["answers"])
         problems.append(f'{path}:{n}: answers: a yes_no probe needs ["yes"] or ["no"], got {got}')

@@ -22,7 +22,7 @@ import pytest
 from flarebench.bench.config import fingerprint
 from flarebench.probes import load_probe_set, validate
 from flarebench.probes.__main__ import main
-from flarebench.probes.corpus import TokenCounter
+from flarebench.probes.corpus import BUILT_FILES, TokenCounter
 from tests.scripted import run_cli
 
 FIXTURE = Path(__file__).resolve().parent / "fixtures" / "corpus_folder"
@@ -138,7 +138,7 @@ def test_a_rebuild_is_byte_identical_and_needs_overwrite(capsys, tmp_path):
     out = tmp_path / "set"
     assert _build(capsys, FIXTURE, out)[0] == 0
     first = {p.name: p.read_bytes() for p in out.iterdir()}
-    assert _one_problem(capsys, FIXTURE, out) == f"{out}:0: (out): not empty; pass --overwrite to replace it"
+    assert _one_problem(capsys, FIXTURE, out) == f"{out}:0: (out): holds a built set; pass --overwrite to replace it"
     assert {p.name: p.read_bytes() for p in out.iterdir()} == first  # refused: untouched
     assert _build(capsys, FIXTURE, out, "--overwrite")[0] == 0
     assert {p.name: p.read_bytes() for p in out.iterdir()} == first
@@ -454,3 +454,73 @@ def test_a_run_on_a_long_set_built_from_documents_scores_its_facts(capsys, folde
     assert row["n"] == 2 and 0 <= row["fact_recall"] <= 1 and 0 <= row["wrong_version_rate"] <= 1
     config = json.loads((run_dir / "run.json").read_text())["config"]
     assert config["strategies"]["single_time"]["answer_form"] == "long"  # the long-form prompt
+
+
+# -- what --out may be ---------------------------------------------------------------------------
+
+
+def _tree(folder: Path) -> dict[str, bytes]:
+    return {p.relative_to(folder).as_posix(): p.read_bytes() for p in sorted(folder.rglob("*")) if p.is_file()}
+
+
+def test_an_out_folder_that_is_or_holds_the_source_is_refused_even_with_overwrite(capsys, tmp_path, monkeypatch):
+    # Run from a folder holding the documents: --out naming that folder would swap it, documents and
+    # all, for the set.
+    here = tmp_path / "here"
+    shutil.copytree(FIXTURE, here / "docs")
+    (here / "keep.txt").write_text("important\n")
+    before = _tree(here)
+    monkeypatch.chdir(here)
+    holds = ":0: (out): holds the source folder docs; give the set a folder of its own"
+    for out, problem in [
+        (str(here), f"{here}{holds}"),
+        (".", f".{holds}"),
+        ("", f".{holds}"),
+        ("docs", "docs:0: (out): is the source folder; give the set a folder of its own"),
+    ]:
+        code = main(["corpus", "docs", "--out", out, "--overwrite"])
+        assert (code, capsys.readouterr().out) == (2, f"{problem}\n")
+    assert _tree(here) == before
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["here"]  # no temporary folder left
+
+
+@pytest.mark.parametrize("out", [".", ""])
+def test_the_current_folder_is_refused_as_out(capsys, tmp_path, monkeypatch, out):
+    monkeypatch.chdir(tmp_path)
+    code = main(["corpus", str(FIXTURE), "--out", out, "--overwrite"])
+    assert (code, capsys.readouterr().out) == (
+        2,
+        ".:0: (out): is or holds the current folder; give the set a folder of its own\n",
+    )
+    assert list(tmp_path.iterdir()) == []
+
+
+def test_overwrite_replaces_a_built_set_never_other_files(capsys, tmp_path):
+    out = tmp_path / "set"
+    assert _build(capsys, FIXTURE, out)[0] == 0
+    assert sorted(p.name for p in out.iterdir()) == sorted(BUILT_FILES)  # what --overwrite may replace
+    (out / "notes.txt").write_text("ours\n")
+    before = _tree(out)
+    for options in [(), ("--overwrite",)]:
+        assert _one_problem(capsys, FIXTURE, out, *options) == (
+            f"{out}:0: (out): holds 'notes.txt', which no build writes; give a new or empty folder "
+            "(--overwrite replaces a built set, never other files)"
+        )
+    assert _tree(out) == before
+    (out / "notes.txt").unlink()
+    (out / "corpus.jsonl").unlink()
+    (out / "corpus.jsonl").mkdir()  # a folder by a set's file name is not the set's
+    (out / "corpus.jsonl" / "mine.md").write_text("ours\n")
+    line = _one_problem(capsys, FIXTURE, out, "--overwrite")
+    assert line.startswith(f"{out}:0: (out): holds 'corpus.jsonl', which no build writes")
+    assert (out / "corpus.jsonl" / "mine.md").read_text() == "ours\n"
+
+
+def test_an_answer_that_normalises_to_nothing_is_named_in_its_file(capsys, folder, tmp_path):
+    _edit_question(folder, 1, answers=["12 minutes", "the"])
+    line = _one_problem(capsys, folder, tmp_path / "set")
+    assert line == (
+        f"{folder / 'questions.jsonl'}:1: answers[1]: 'the' normalises to nothing (scoring drops articles and "
+        "punctuation): it can never be matched"
+    )
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["docs"]  # no temporary folder left

@@ -650,3 +650,27 @@ def test_bench_stops_on_a_bad_file_before_the_lm(tmp_path, runner):
     assert f"{bad}:1: answer: expected a string, got number" in out
     assert "none.gguf" not in out and "Traceback" not in out
     assert not (tmp_path / "run").exists()
+
+
+# --- what `datasets` is given -------------------------------------------------------------------------
+
+
+def test_json_lines_with_blank_lines_load(tmp_path, files):
+    official = load_probe_set(str(files["hotpotqa"]))
+    lines = [json.dumps(r) for r in HOTPOT]
+    path = write(tmp_path, "hotpot.jsonl", "\n" + lines[0] + "\n\n" + lines[1] + "\n\n")
+    ps = load_probe_set(str(path))
+    assert ps.format == "hotpotqa" and ps.corpus == official.corpus
+    assert [(p.id, p.answers) for p in ps.probes] == [(p.id, p.answers) for p in official.probes]
+
+
+def test_an_edit_that_keeps_ids_and_modification_time_is_loaded(tmp_path):
+    # cp -p, rsync -a or two edits within the clock's resolution keep the time datasets' cache checks.
+    path = write(tmp_path, "hp.json", HOTPOT)
+    os.utime(path, (1_600_000_000, 1_600_000_000))
+    assert load_probe_set(str(path)).probes[0].answers == ["Delhi"]
+    write(tmp_path, "hp.json", [{**HOTPOT[0], "answer": "Mumbai"}, HOTPOT[1]])
+    os.utime(path, (1_600_000_000, 1_600_000_000))
+    ps = load_probe_set(str(path))
+    assert ps.probes[0].answers == ["Mumbai"]
+    assert ps.probes_hash == hashlib.sha256(path.read_bytes()).hexdigest()

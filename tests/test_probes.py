@@ -459,3 +459,17 @@ def test_cli_validate_bad_long_probe(tmp_path):
     assert r.stdout.endswith(
         "probes.jsonl:1: required_facts[0].doc_ids[0]: 'zzz' is not a document id in corpus.jsonl\n"
     )
+
+
+@pytest.mark.parametrize(
+    ("answer_type", "answers"),
+    [("single", ["A"]), ("single", ["Bob", "the"]), ("set", ["Ann", "..."]), ("single", ["A+"])],
+)
+def test_a_short_answer_that_normalises_to_nothing_is_a_problem(tmp_path, answer_type, answers):
+    # exact match compares normalised text, and an empty prediction never matches: no answer scores
+    folder = write_set(tmp_path / "s", probes=[{**PROBES[0], "answer_type": answer_type, "answers": answers}])
+    assert only_problem(folder) == (
+        f"{folder / 'probes.jsonl'}:1: answers[{len(answers) - 1}]: '{answers[-1]}' normalises to nothing "
+        "(scoring drops articles and punctuation): it can never be matched"
+    )
+    assert validate(write_set(tmp_path / "ok", probes=[{**PROBES[0], "answers": ["Grade A"]}])) == []
