@@ -8,6 +8,8 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
+from flarebench.strategies.retriever import CACHE_ENV, cache_root
+
 
 class PathError(ValueError):
     """A path option that cannot serve: one line naming the option, the path and what is wrong."""
@@ -74,3 +76,16 @@ def check_output_file(flag: str, path: str | os.PathLike) -> None:
             raise PathError(f"{flag} {path}: cannot be written: {parent} is not writable")
         return
     _creatable(flag, path)
+
+
+def check_cache_root() -> None:
+    """flarebench's cache folder (``$FLAREBENCH_CACHE``, or ``~/.cache/flarebench``): every run keeps
+    its indexes there, with ``--cache`` or without. It is created now, as the run would create it,
+    since a place can refuse even root (``/proc``), which no check of its permissions tells."""
+    root = cache_root()
+    name = f"${CACHE_ENV}" if os.environ.get(CACHE_ENV) else f"the cache folder (${CACHE_ENV} unset)"
+    check_folder(name, root)
+    try:
+        root.mkdir(parents=True, exist_ok=True)
+    except OSError as e:
+        raise PathError(f"{name} {root}: cannot be created ({e.strerror or e})") from None

@@ -8,6 +8,10 @@ comparison table at the end. It imports nothing heavy until a bench test runs.
 ``pytest bench`` works in any repository: where the current folder has no ``bench`` folder, the
 argument names flarebench's own bench (the installed ``flarebench/bench``); where it has one (made
 by ``flarebench init``, holding a test module that hands collection to flarebench), that one runs.
+It runs in one process: under pytest-xdist's workers (``-n N``) it is a usage error.
+
+A mistake in the options is a usage error (``ERROR: ...``, exit status 4), whether it is found at
+configure time or as the ``bench_session`` fixture starts the run.
 
 Regression gates (``--gate``, ``--save-baseline``; see bench/gate.py): the baseline is read and
 checked at configure time (a bad file is a usage error), the latency reference spec is
@@ -28,12 +32,22 @@ from flarebench.bench.options import DEFAULTS_NOTE, RUN_OPTIONS
 
 #: The name users give pytest for the bench (``pytest bench ...``).
 BENCH_ARG = "bench"
+# The module ``flarebench init`` writes in a repository's ``bench`` folder (bench/templates/init).
+_INIT_MODULE = "test_flarebench.py"
+# flarebench's own bench module.
+_OWN_MODULE = Path(__file__).resolve().parent / "test_bench.py"
+# Why the bench refuses pytest-xdist's workers.
+_ONE_PROCESS = (
+    "flarebench: pytest bench runs in one process (it times each probe; its run folder has one writer): "
+    "drop -n, or add -n 0 / -p no:xdist"
+)
 
 _OPTIONS = pytest.StashKey[dict]()
 _SOURCES = pytest.StashKey[dict]()
 _SESSION = pytest.StashKey[object]()
 _GATING = pytest.StashKey[object]()
 _GATE_NOTES = pytest.StashKey[list]()
+_USAGE = pytest.StashKey[str]()
 _GATE_OPTIONS = ("gate", "save_baseline", "tolerance", "gate_across_configs")
 
 
@@ -51,6 +65,36 @@ def _bench_arg(arg: str, here: Path) -> str:
     return str(Path(__file__).resolve().parent) + arg[len(BENCH_ARG) :]
 
 
+def _collects_the_bench(arg: str, here: Path) -> bool:
+    """Whether the pytest argument ``arg`` (given in ``here``, after :func:`_bench_arg`) collects a
+    bench module, named as the module, its folder or the folder above (a repository's root).
+    Folders further up are not looked into: pytest skips a virtualenv holding flarebench."""
+    path = (here / arg.split("::", 1)[0]).resolve()
+    if path.is_file():
+        return _is_bench_module(path)
+    names = (_INIT_MODULE, _OWN_MODULE.name)
+    return any(_is_bench_module(folder / name) for folder in (path, path / BENCH_ARG) for name in names)
+
+
+def _is_bench_module(module: Path) -> bool:
+    """The module ``flarebench init`` writes, or flarebench's own (installed, or a checkout's copy:
+    the same text, as under a non-editable install)."""
+    if module.name == _INIT_MODULE:
+        return module.is_file()
+    try:
+        return module.name == _OWN_MODULE.name and module.read_bytes() == _OWN_MODULE.read_bytes()
+    except OSError:
+        return False
+
+
+def _distributed(config: pytest.Config) -> bool:
+    """Whether pytest-xdist will send the tests to workers (its own test, less --collect-only,
+    where nothing runs; a worker's options say "no")."""
+    if config.getoption("collectonly"):
+        return False
+    return config.getoption("dist", "no") != "no" and bool(config.getoption("tx", None))
+
+
 def pytest_configure(config: pytest.Config) -> None:
     from flarebench.bench import settings
 
@@ -62,6 +106,11 @@ def pytest_configure(config: pytest.Config) -> None:
         raise pytest.UsageError(str(e)) from None
     config.stash[_OPTIONS], config.stash[_SOURCES] = values, sources
     config.args = [_bench_arg(arg, config.invocation_params.dir) for arg in config.args]
+    # Each xdist worker would open (and lock) the same run folder and time probes beside the others':
+    # refused before anything is written, as the controller never collects. The fixture refuses a
+    # bench this misses (a module of another name) on the workers, test by test.
+    if _distributed(config) and any(_collects_the_bench(a, config.invocation_params.dir) for a in config.args):
+        raise pytest.UsageError(_ONE_PROCESS)
     # Plugins first: their strategies, LMs and retrievers are named by the options checked below.
     from flarebench.strategies import plugins
 
@@ -119,15 +168,17 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
 
 
 @contextlib.contextmanager
-def _stop_if_lm_unreachable():
+def _stop_if_lm_unreachable(config: pytest.Config):
     """An LM server that cannot be reached stops the pytest session with one line, no traceback."""
-    from flarebench.bench.runner import RESUME_HINT
+    from flarebench.bench.runner import resume_hint
     from flarebench.strategies.lm import LMUnavailable
 
     try:
         yield
     except LMUnavailable as e:
-        pytest.exit(f"flarebench: {e}; {RESUME_HINT}", returncode=pytest.ExitCode.TESTS_FAILED)
+        opts = config.stash[_OPTIONS]
+        hint = resume_hint(gated=bool(opts.get("gate") or opts.get("save_baseline")))
+        pytest.exit(f"flarebench: {e}; {hint}", returncode=pytest.ExitCode.TESTS_FAILED)
 
 
 @pytest.fixture(scope="session")
@@ -141,26 +192,30 @@ def bench_session(request: pytest.FixtureRequest):
 def _bench_session(request: pytest.FixtureRequest):
     from flarebench.bench.session import BenchSession, ConfigError
 
+    if hasattr(request.config, "workerinput"):  # an xdist worker's: see pytest_configure
+        pytest.fail(_ONE_PROCESS, pytrace=False)
     opts = request.config.stash[_OPTIONS]
     capman = request.config.pluginmanager.getplugin("capturemanager")
     uncaptured = capman.global_and_fixture_disabled() if capman is not None else contextlib.nullcontext()
     try:
         # Not captured: a note that a stale lock of the run folder was taken over is shown live.
-        with uncaptured, _stop_if_lm_unreachable():
+        with uncaptured, _stop_if_lm_unreachable(request.config):
             session = BenchSession(**opts, option_sources=request.config.stash[_SOURCES])
     except ConfigError as e:
         # A bad option or file found once the session starts is a usage error, as one found earlier;
         # a value from the config file is named by its file, line and key.
         from flarebench.bench.settings import locate
 
-        message = locate(str(e), request.config.stash[_SOURCES], e.option)
-        pytest.exit(f"flarebench: {message}", returncode=pytest.ExitCode.USAGE_ERROR)
+        message = f"flarebench: {locate(str(e), request.config.stash[_SOURCES], e.option)}"
+        # Only pytest.exit leaves a fixture; pytest_runtestloop turns it into the usage error.
+        request.config.stash[_USAGE] = message
+        pytest.exit(message, returncode=pytest.ExitCode.USAGE_ERROR)
     request.config.stash[_SESSION] = session
     # From here the session holds the run folder's lock: every way out (an error, Ctrl-C, the end
     # of the pytest session, which tears this fixture down even when interrupted) closes it.
     try:
         try:
-            with _stop_if_lm_unreachable():
+            with _stop_if_lm_unreachable(request.config):
                 session.warm_up()  # prompt prefixes evaluated before anything is timed
         except BaseException:
             session.mark_interrupted()  # run.json must not say "running" for a run that stopped
@@ -177,7 +232,7 @@ def run_spec(request: pytest.FixtureRequest, bench_session):
     capman = request.config.pluginmanager.getplugin("capturemanager")
 
     def run(spec: str):
-        with capman.global_and_fixture_disabled(), _stop_if_lm_unreachable():
+        with capman.global_and_fixture_disabled(), _stop_if_lm_unreachable(request.config):
             try:
                 return bench_session.run(spec)
             except KeyboardInterrupt:
@@ -206,7 +261,7 @@ def bench_timing(request: pytest.FixtureRequest, bench_session):
         s = bench_session
         probe = s.selected[0]
         benchmark.group = "flarebench"
-        with _stop_if_lm_unreachable():
+        with _stop_if_lm_unreachable(request.config):
             if s.ray is not None:  # the spec ran on the workers: this process's backends are cold
                 warm_up({spec: s.strategies[spec]}, s.lm_backend, s.retriever_backend)
             trace = benchmark.pedantic(
@@ -241,7 +296,7 @@ def bench_gate(request: pytest.FixtureRequest, bench_session):
             return
         if gating.reference not in bench_session.results:
             # The reference was deselected (-k) or has not run yet: its latency is needed now.
-            with capman.global_and_fixture_disabled(), _stop_if_lm_unreachable():
+            with capman.global_and_fixture_disabled(), _stop_if_lm_unreachable(request.config):
                 bench_session.run(gating.reference)
         lines = gating.check(spec, bench_session.summary())
         gating.write_verdicts(bench_session.run_dir)
@@ -252,6 +307,18 @@ def bench_gate(request: pytest.FixtureRequest, bench_session):
             )
 
     return check
+
+
+@pytest.hookimpl(wrapper=True)
+def pytest_runtestloop(session: pytest.Session):
+    # A usage error found as the bench session starts ends pytest as one found at configure time
+    # does ("ERROR: ...", exit 4), not with pytest's banner for pytest.exit.
+    try:
+        return (yield)
+    except pytest.exit.Exception:
+        if message := session.config.stash.get(_USAGE, None):
+            raise pytest.UsageError(message) from None
+        raise
 
 
 def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:

@@ -359,10 +359,11 @@ class BenchSession:
     def _check_paths(self) -> None:
         """Refuse, in one line, a path option that cannot serve: a file where a folder is wanted
         or the reverse, a missing input, a place that cannot be written."""
-        from flarebench.bench.paths import PathError, check_folder, check_input_file
+        from flarebench.bench.paths import PathError, check_cache_root, check_folder, check_input_file
 
         try:
             check_folder("--report-dir", self.report_dir or "reports")
+            check_cache_root()  # $FLAREBENCH_CACHE: every run keeps its indexes there, with --cache or without
             if self.cache:
                 from flarebench.bench.cache import default_dir
 

@@ -59,10 +59,13 @@ def register(name: str) -> Callable[[type[Strategy]], type[Strategy]]:
 
 
 def names() -> list[str]:
-    """Every strategy name known: the registered ones in registration order, then the installed
-    plugins' entry points not imported yet."""
+    """Every strategy name known: the built-in ones in `all`'s order, the others registered in
+    registration order, then the installed plugins' entry points not imported yet."""
     _load_builtin()
-    return [*_REGISTRY, *(n for n in plugins.entry_point_names(plugins.STRATEGIES) if n not in _REGISTRY)]
+    # In BUILTIN's order even when a module was imported before the registry loaded them all (the
+    # answer scorers import flare_instruct's search-call pattern).
+    registered = [*(n for n in BUILTIN if n in _REGISTRY), *(n for n in _REGISTRY if n not in BUILTIN)]
+    return [*registered, *(n for n in plugins.entry_point_names(plugins.STRATEGIES) if n not in _REGISTRY)]
 
 
 def get(name: str) -> type[Strategy]:
@@ -192,6 +195,6 @@ BUILTIN_OUTSIDE_ALL = ("http_service",)
 
 
 def _load_builtin() -> None:
-    # Importing the modules runs their @register decorators, in BUILTIN's order.
+    # Importing the modules runs their @register decorators.
     for module in (*BUILTIN, *BUILTIN_OUTSIDE_ALL):
         importlib.import_module(f"{__package__}.{module}")

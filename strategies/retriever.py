@@ -57,9 +57,13 @@ class Retriever(ABC):
         return {"name": self.name}
 
 
+#: The environment variable naming flarebench's cache folder (:func:`cache_root`).
+CACHE_ENV = "FLAREBENCH_CACHE"
+
+
 def cache_root() -> Path:
     """Where indexes (and later LM caches) live: ``$FLAREBENCH_CACHE`` or ``~/.cache/flarebench``."""
-    root = os.environ.get("FLAREBENCH_CACHE") or Path.home() / ".cache" / "flarebench"
+    root = os.environ.get(CACHE_ENV) or Path.home() / ".cache" / "flarebench"
     return Path(root)
 
 

@@ -1,6 +1,7 @@
 """`pytest bench ...` and `flarebench`/`python -m flarebench` as a user runs them, in subprocesses."""
 
 import json
+import os
 import subprocess
 import sys
 from pathlib import Path
@@ -88,3 +89,84 @@ def test_score_of_a_missing_run_is_one_line(tmp_path):
     assert (
         out.stderr.strip() == f"flarebench: {tmp_path / 'none' / 'run.json'}: not found; RUN_DIR must be a run folder"
     )
+
+
+ONE_PROCESS = (
+    "ERROR: flarebench: pytest bench runs in one process (it times each probe; its run folder has one writer): "
+    "drop -n, or add -n 0 / -p no:xdist"
+)
+SCRIPTED = ["-p", "no:cacheprovider", "--benchmark-disable", "--plugin", str(ROOT / "tests" / "fixtures" / "ray_lm.py"),
+            "--lm", "probeaware:0", "--strategy", "single_time", "--limit", "1"]  # fmt: skip
+
+
+@pytest.mark.slow
+def test_pytest_bench_under_xdist_is_a_usage_error_before_anything_is_written(tmp_path):
+    run_dir = tmp_path / "run"
+    # Two specs: two workers would each open the run folder (the second one stopped pytest-xdist).
+    two = [*SCRIPTED, "--strategy", "flare_direct"]
+    out = sh("-m", "pytest", "bench", *two, "-n", "2", "--report-dir", str(run_dir))
+    assert (out.returncode, out.stderr.strip()) == (4, ONE_PROCESS), out.stdout + out.stderr
+    assert "INTERNALERROR" not in out.stdout and not run_dir.exists()
+    # -n 0, as the line says, runs it.
+    out = sh("-m", "pytest", "bench", *two, "-n", "0", "--report-dir", str(run_dir))
+    assert out.returncode == 0, out.stdout + out.stderr
+
+
+def test_which_pytest_arguments_collect_a_bench(tmp_path):
+    from flarebench.bench.plugin import _bench_arg, _collects_the_bench
+
+    # flarebench's own bench, here (an editable install) or installed (from a folder without bench/).
+    for arg in ("bench", "bench/test_bench.py::test_strategy", "bench::test_strategy", "."):
+        assert _collects_the_bench(arg, ROOT), arg
+    for arg in ("tests", "tests/test_plugin.py", "tests/fixtures"):
+        assert not _collects_the_bench(arg, ROOT), arg  # the suite itself runs under xdist
+    assert _collects_the_bench(_bench_arg("bench", tmp_path), tmp_path)
+    # A repository's bench made by `flarebench init`, and one that is its own benchmarks.
+    (tmp_path / "init" / "bench").mkdir(parents=True)
+    (tmp_path / "init" / "bench" / "test_flarebench.py").write_text("")
+    for arg in ("bench", "bench/test_flarebench.py", ".", str(tmp_path / "init")):
+        assert _collects_the_bench(arg, tmp_path / "init"), arg
+    (tmp_path / "own" / "bench").mkdir(parents=True)
+    (tmp_path / "own" / "bench" / "test_speed.py").write_text("")
+    (tmp_path / "own" / "bench" / "test_bench.py").write_text("def test_speed():\n    pass\n")
+    for arg in ("bench", ".", "bench/test_speed.py", "bench/test_bench.py"):
+        assert not _collects_the_bench(arg, tmp_path / "own"), arg
+    # A checkout of flarebench under a non-editable install: its bench is the installed one's copy.
+    (tmp_path / "checkout" / "bench").mkdir(parents=True)
+    (tmp_path / "checkout" / "bench" / "test_bench.py").write_text((ROOT / "bench" / "test_bench.py").read_text())
+    for arg in ("bench", ".", "bench/test_bench.py::test_strategy"):
+        assert _collects_the_bench(arg, tmp_path / "checkout"), arg
+
+
+@pytest.mark.slow
+def test_a_bench_module_of_another_name_under_xdist_fails_each_test_and_writes_nothing(tmp_path):
+    # The arguments do not show the bench (a module of another name): each worker refuses it.
+    (tmp_path / "checks").mkdir()
+    (tmp_path / "checks" / "test_mine.py").write_text("from flarebench.bench.test_bench import test_strategy\n")
+    run_dir = tmp_path / "run"
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join(filter(None, [str(ROOT), os.environ.get("PYTHONPATH")]))}
+    out = subprocess.run(
+        [sys.executable, "-m", "pytest", "checks", *SCRIPTED, "--strategy", "flare_direct", "-n", "2",
+         "--report-dir", str(run_dir)],
+        cwd=tmp_path, env=env, capture_output=True, text=True, timeout=600,
+    )  # fmt: skip
+    assert out.returncode == 1 and "2 errors" in out.stdout, out.stdout + out.stderr
+    assert out.stdout.count(ONE_PROCESS.removeprefix("ERROR: ")) == 2 and "INTERNALERROR" not in out.stdout
+    assert not run_dir.exists()
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize(
+    "option, line",
+    [
+        (["--limit", "0"], "--limit must be >= 1, got 0"),
+        (["--reference", "nosuchstrategy"], "--reference: unknown strategy 'nosuchstrategy'; known: "),
+    ],
+)
+def test_a_usage_error_found_as_the_bench_session_starts_is_one_error_line(tmp_path, option, line):
+    run_dir = tmp_path / "run"
+    out = sh("-m", "pytest", "bench", *SCRIPTED, *option, "--report-dir", str(run_dir))
+    assert out.returncode == 4
+    assert out.stderr.startswith(f"ERROR: flarebench: {line}") and out.stderr.strip().count("\n") == 0, out.stderr
+    assert "_pytest.outcomes" not in out.stdout + out.stderr and "!!!!" not in out.stdout
+    assert not run_dir.exists()

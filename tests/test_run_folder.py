@@ -540,3 +540,56 @@ def test_without_report_dir_the_same_command_resumes_the_run_that_did_not_finish
     time.sleep(1.1)  # a new folder's name holds the second
     code, out, err = run_cli(*command)  # finished: a new run, in a new folder
     assert code == 0 and "resuming" not in err and len(list((tmp_path / "reports").iterdir())) == 2
+
+
+# --------------------------------------------------------------------------------------------
+# $FLAREBENCH_CACHE
+# --------------------------------------------------------------------------------------------
+
+
+def test_the_cache_folder_is_checked_and_created_as_a_run_would(paths, monkeypatch):
+    from flarebench.bench.paths import PathError, check_cache_root
+
+    monkeypatch.setenv("FLAREBENCH_CACHE", str(paths["MISSING"] / "cache"))
+    check_cache_root()
+    assert (paths["MISSING"] / "cache").is_dir()
+    monkeypatch.setenv("FLAREBENCH_CACHE", str(paths["FILE"]))
+    with pytest.raises(PathError, match=f"^\\$FLAREBENCH_CACHE {paths['FILE']}: is a file, not a folder$"):
+        check_cache_root()
+    if Path("/proc").is_dir():  # refused whatever its permissions say, to root too
+        monkeypatch.setenv("FLAREBENCH_CACHE", "/proc/flarebench")
+        with pytest.raises(PathError, match=r"^\$FLAREBENCH_CACHE /proc/flarebench: cannot be created"):
+            check_cache_root()
+    # Unset, the default folder under the home folder is named as such.
+    monkeypatch.delenv("FLAREBENCH_CACHE")
+    monkeypatch.setenv("HOME", str(paths["FILE"]))
+    default = paths["FILE"] / ".cache" / "flarebench"
+    with pytest.raises(PathError) as e:
+        check_cache_root()
+    why = f"cannot be created: {paths['FILE']} is a file, not a folder"
+    assert str(e.value) == f"the cache folder ($FLAREBENCH_CACHE unset) {default}: {why}"
+
+
+@pytest.mark.parametrize(
+    "given, message",
+    [
+        ("FILE", "$FLAREBENCH_CACHE {FILE}: is a file, not a folder"),
+        ("BELOW", "$FLAREBENCH_CACHE {BELOW}: cannot be created: {FILE} is a file, not a folder"),
+    ],
+)
+def test_a_flarebench_cache_that_cannot_serve_is_one_line_before_any_model(
+    tmp_path, paths, no_model, monkeypatch, given, message
+):
+    # Without --cache too: every run keeps its BM25 index there.
+    monkeypatch.setenv("FLAREBENCH_CACHE", str(paths[given]))
+    assert _one_line(*_run(tmp_path / "run")[::2]) == "flarebench: " + message.format(**paths)
+    assert not (tmp_path / "run").exists()
+
+
+def test_pytest_bench_with_a_bad_flarebench_cache_is_a_usage_error(pytester, tmp_path, paths, no_model, monkeypatch):
+    monkeypatch.setenv("FLAREBENCH_CACHE", str(paths["FILE"]))
+    result = _pytest_bench(pytester, "--strategy", "single_time", "--limit", "1", "--report-dir", str(tmp_path / "run"))
+    assert result.ret == pytest.ExitCode.USAGE_ERROR, result.stdout.str()
+    line = f"ERROR: flarebench: $FLAREBENCH_CACHE {paths['FILE']}: is a file, not a folder"
+    assert result.stderr.str().strip() == line
+    assert not (tmp_path / "run").exists()
