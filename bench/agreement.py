@@ -11,12 +11,12 @@ for a judge endpoint (``--judge openai:MODEL``), so a team can check a judge bef
 
 from __future__ import annotations
 
-import json
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
 from flarebench.probes.load import SHIPPED_DIR
+from flarebench.probes.validate import CORPUS_FILE, by_line, check_corpus, read_jsonl, unknown_fields
 
 __all__ = [
     "CLAIMS",
@@ -65,51 +65,57 @@ class LabelledClaim:
     contexts: tuple[str, ...]
 
 
+def _read(path: Path) -> bytes:
+    """The bytes of ``path``; an :class:`AgreementError` (line 0) when it cannot be read."""
+    try:
+        return path.read_bytes()
+    except OSError as e:
+        raise AgreementError(f"{path}:0: (file): {e.strerror or e}") from None
+
+
+def _first(path: Path, problems: list[str]) -> None:
+    """Raise the first of ``problems`` (``FILE:LINE: FIELD: problem`` lines about ``path``) in file
+    order, if any."""
+    if problems:
+        raise AgreementError(by_line(str(path), problems)[0])
+
+
 def _corpus(folder: Path, cache: dict[Path, dict[str, str]]) -> dict[str, str]:
-    """doc id -> "title\\ntext" of ``folder/corpus.jsonl`` (read once)."""
+    """doc id -> "title\\ntext" of ``folder/corpus.jsonl`` (read once), checked as a probe set's
+    corpus is (:mod:`flarebench.probes.validate`)."""
     if folder not in cache:
-        docs = {}
-        with open(folder / "corpus.jsonl", encoding="utf-8") as fh:
-            for line in fh:
-                if line.strip():
-                    d = json.loads(line)
-                    docs[d["id"]] = f"{d['title']}\n{d['text']}" if d.get("title") else d["text"]
-        cache[folder] = docs
+        path = folder / CORPUS_FILE
+        problems: list[str] = []
+        rows = read_jsonl(str(path), _read(path), problems)
+        check_corpus(str(path), rows, problems)
+        _first(path, problems)
+        cache[folder] = {d["id"]: f"{d['title']}\n{d['text']}" if d["title"] else d["text"] for _, d in rows}
     return cache[folder]
 
 
 def load_claims(path: str | Path = CLAIMS, split: str = "test") -> list[LabelledClaim]:
     """The labelled claims of ``split`` (``test``, ``dev`` or ``all``) in ``path``, their passages
     looked up in the named probe set's corpus (``set``: a shipped set, ``faithfulness`` for the
-    file's own folder, or a probe folder relative to the file). :class:`AgreementError` names the
-    file, line and field of the first problem."""
+    file's own folder, or a probe folder relative to the file). The file is read as probes.jsonl is
+    (a UTF-8 byte order mark is allowed, an unknown field is refused). :class:`AgreementError`
+    names the file, line and field of the first problem: a line that is not a JSON object, else the
+    first claim at fault."""
     if split not in SPLITS:
         raise AgreementError(f"unknown split {split!r}; one of {', '.join(SPLITS)}")
     path = Path(path)
-    try:
-        data = path.read_bytes()
-    except OSError as e:
-        raise AgreementError(f"{path}:0: (file): {e.strerror or e}") from None
+    problems: list[str] = []
+    rows = read_jsonl(str(path), _read(path), problems)
+    _first(path, problems)
     corpora: dict[Path, dict[str, str]] = {}
     first: dict[str, int] = {}  # claim id -> its line, across both splits
     out = []
-    for n, raw in enumerate(data.split(b"\n"), 1):
+    for n, rec in rows:
 
         def bad(fieldname: str, problem: str, n: int = n) -> AgreementError:
             return AgreementError(f"{path}:{n}: {fieldname}: {problem}")
 
-        try:
-            line = raw.decode("utf-8")
-        except UnicodeDecodeError as e:
-            raise bad("(encoding)", f"not UTF-8 ({e.reason} at byte {e.start})") from None
-        if not line.strip():
-            continue
-        try:
-            rec = json.loads(line)
-        except json.JSONDecodeError as e:
-            raise bad("(line)", f"not JSON ({e.msg})") from None
-        if not isinstance(rec, dict):
-            raise bad("(line)", "not a JSON object")
+        unknown_fields(str(path), n, rec, tuple(_FIELDS), problems)
+        _first(path, problems)
         for name, kind in _FIELDS.items():
             if not isinstance(rec.get(name), kind):
                 raise bad(name, f"missing or not a {kind.__name__}")
@@ -123,14 +129,14 @@ def load_claims(path: str | Path = CLAIMS, split: str = "test") -> list[Labelled
         if split != "all" and rec["split"] != split:
             continue
         folder = path.parent if rec["set"] == _OWN else SHIPPED_DIR / rec["set"]
-        if not (folder / "corpus.jsonl").is_file():
+        if not (folder / CORPUS_FILE).is_file():
             folder = (path.parent / rec["set"]).resolve()
-        if not (folder / "corpus.jsonl").is_file():
+        if not (folder / CORPUS_FILE).is_file():
             raise bad("set", f"no corpus for {rec['set']!r} (a shipped probe set, or a folder holding corpus.jsonl)")
         docs = _corpus(folder, corpora)
         missing = [d for d in rec["doc_ids"] if d not in docs]
         if missing or not rec["doc_ids"]:
-            raise bad("doc_ids", f"not in {folder / 'corpus.jsonl'}: {', '.join(missing) or '(none given)'}")
+            raise bad("doc_ids", f"not in {folder / CORPUS_FILE}: {', '.join(missing) or '(none given)'}")
         out.append(
             LabelledClaim(
                 rec["id"],

@@ -52,38 +52,54 @@ def breakdown(rows: pd.DataFrame, field: str, order: list[str] | None = None) ->
     scored by the summary's own scorers on that value's probes: a probe that raised counts in ``n``
     and ``errors`` and as a wrong answer, and is left out of what it used, and a value that cannot
     be computed is empty, as in the summary. ``rows`` are :func:`flarebench.bench.metrics.probe_row`
-    dicts. Values that are lists or dicts are shown as text; probes without the field are grouped
-    under ``<none>``; values come in numeric order, then text."""
+    dicts. The values are in the column named ``field``, or ``meta_<field>`` when ``field`` names one
+    of the breakdown's own columns (``strategy``, :data:`COLUMNS`), which it would otherwise hide.
+    Values that are lists or dicts are shown as text; probes without the field are grouped under
+    ``<none>``; values that read the same (``1`` and ``"1"``, ``2`` and ``2.0``) are one row, shown
+    as the number; values come in numeric order, then text."""
     col = f"meta_{field}"
     if col not in rows.columns:
         known = ", ".join(metadata_fields(rows)) or "none"
         raise BreakdownError(f"no probe metadata field {field!r}; fields: {known}")
     labels = rows[col].map(_label)
-    strategies = order or list(dict.fromkeys(rows["strategy"]))
+    # Grouped by the text a row shows: two rows reading alike could not be told apart.
+    keys = labels.map(str)
+    shown: dict[str, object] = {}
+    for key, label in zip(keys, labels):
+        if key not in shown or _is_number(label):  # shown as a number, sorted as one
+            shown[key] = label
+    column = f"meta_{field}" if field in ("strategy", *COLUMNS) else field
+    strategies = list(dict.fromkeys([*(order or ()), *rows["strategy"]]))  # as summarize orders them
     parts = []
-    for value in sorted(dict.fromkeys(labels), key=_sort_key):
+    for key in sorted(shown, key=lambda k: _sort_key(shown[k])):
         # No delta reference: the deltas and their bootstrap are not shown.
-        summary = summarize(rows[labels == value], strategies, reference="")
-        part = summary[["strategy", *(c for c in COLUMNS if c in summary.columns)]]
-        parts.append(part.assign(**{field: value}, _v=len(parts)))
+        summary = summarize(rows[keys == key], strategies, reference="")
+        part = summary[["strategy", *(c for c in COLUMNS if c in summary.columns)]].copy()
+        part.insert(1, column, [shown[key]] * len(part))
+        parts.append(part)
     table = pd.concat(parts, ignore_index=True)
-    table["_s"] = table["strategy"].map({s: i for i, s in enumerate(strategies)})
-    table = table.sort_values(["_s", "_v"], kind="stable").drop(columns=["_s", "_v"])
-    return table[["strategy", field, *(c for c in COLUMNS if c in table.columns)]].reset_index(drop=True)
+    # By strategy, values in order within each (a stable sort); ranked apart from the table, whose
+    # column names are partly the user's.
+    rank = table["strategy"].map({s: i for i, s in enumerate(strategies)})
+    table = table.iloc[rank.argsort(kind="stable")]
+    return table[["strategy", column, *(c for c in COLUMNS if c in table.columns)]].reset_index(drop=True)
 
 
 def _label(value):
+    # A whole float is shown as an int: pandas reads a field's ints as floats when a probe lacks it.
     if value is None or (isinstance(value, float) and pd.isna(value)):
         return "<none>"
     if isinstance(value, (list, dict)):
         return str(value)
+    if isinstance(value, float) and value.is_integer():
+        return int(value)
     return value
+
+
+def _is_number(value) -> bool:
+    return isinstance(value, (int, float)) and not isinstance(value, bool)
 
 
 def _sort_key(value):
     # Numbers in numeric order before text, so difficulty 10 follows 9.
-    return (
-        (0, float(value), "")
-        if isinstance(value, (int, float)) and not isinstance(value, bool)
-        else (1, 0.0, str(value))
-    )
+    return (0, float(value), "") if _is_number(value) else (1, 0.0, str(value))

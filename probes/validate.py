@@ -122,7 +122,9 @@ def check_one_form(path: str, rows: list[tuple[int, dict]], problems: list[str])
             return
 
 
-def _check_corpus(path: str, rows: list[tuple[int, dict]], problems: list[str]) -> None:
+def check_corpus(path: str, rows: list[tuple[int, dict]], problems: list[str]) -> None:
+    """Problem lines for a corpus file's rows (``(line, object)`` pairs of :func:`read_jsonl`): an
+    unknown field, or one of ``id``, ``title``, ``text`` missing."""
     for n, doc in rows:
         unknown_fields(path, n, doc, _CORPUS_FIELDS, problems)
         for key in _CORPUS_FIELDS:
@@ -319,8 +321,9 @@ def _read_file(path: str, problems: list[str]) -> bytes | None:
     return None
 
 
-def _by_line(path: str, problems: list[str]) -> list[str]:
-    # Report in file order (duplicate-id checks run after the per-line ones); sort is stable.
+def by_line(path: str, problems: list[str]) -> list[str]:
+    """The problem lines about ``path`` in file order (duplicate-id checks run after the per-line
+    ones; the sort is stable)."""
     return sorted(problems, key=lambda p: int(p[len(path) + 1 :].split(":", 1)[0]))
 
 
@@ -360,8 +363,8 @@ def check_folder(path, *, require_readme: bool = False) -> Checked:
         rows = read_jsonl(corpus_path, data, found)
         if not data.strip():
             found.append(f"{corpus_path}:0: (file): no documents")
-        _check_corpus(corpus_path, rows, found)
-        out.problems += _by_line(corpus_path, found)
+        check_corpus(corpus_path, rows, found)
+        out.problems += by_line(corpus_path, found)
         out.corpus = [obj for _, obj in rows]
         doc_ids = {d["id"] for d in out.corpus if isinstance(d.get("id"), str)}
     data = _read_file(probes_path, out.problems)
@@ -375,7 +378,7 @@ def check_folder(path, *, require_readme: bool = False) -> Checked:
             _check_probe(probes_path, n, probe, doc_ids, found)
         _check_ids(probes_path, rows, found)
         check_one_form(probes_path, rows, found)
-        out.problems += _by_line(probes_path, found)
+        out.problems += by_line(probes_path, found)
         out.probes = [obj for _, obj in rows]
     _check_build(os.path.join(base, BUILD_FILE), out)
     readme_path = os.path.join(base, README_FILE)

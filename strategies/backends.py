@@ -267,10 +267,17 @@ def retriever_params(spec: str) -> dict[str, float | int]:
         key, eq, raw = pair.partition("=")
         if not eq or key not in known:
             raise ValueError(f"--retriever {spec}: {pair!r} is not KEY=VALUE with KEY one of {', '.join(known)}")
+        article = "an" if known[key] is int else "a"
         try:
             params[key] = known[key](raw)
         except ValueError:
-            raise ValueError(f"--retriever {spec}: {key} must be a {known[key].__name__}, got {raw!r}") from None
+            raise ValueError(
+                f"--retriever {spec}: {key} must be {article} {known[key].__name__}, got {raw!r}"
+            ) from None
+        # nan and inf (1e309 too) pass the retrievers' `< 0` checks, and would reach run.json as NaN
+        # and Infinity, which strict JSON readers refuse (as strategies/registry.py refuses them).
+        if not math.isfinite(params[key]):
+            raise ValueError(f"--retriever {spec}: {key} must be a finite number, got {raw!r}")
     return params
 
 

@@ -8,6 +8,7 @@ without a pooling layer such as SmolLM2): those are mean-pooled here, and :meth:
 from __future__ import annotations
 
 import hashlib
+import json
 import os
 
 import numpy as np
@@ -39,34 +40,73 @@ class OpenAIEmbedder:
         self._client, url = endpoint_client(base_url, api_key, timeout, max_retries, "--embed-base-url")
         self.base_url = url.rstrip("/")
         self.pooling = "server"
+        self.dim: int | None = None  # set from the canary's vector: every later one must match it
         canary = self.embed([CANARY])[0]
         self.dim = int(canary.shape[0])
         self.fingerprint = hashlib.sha256(np.round(canary, 3).tobytes()).hexdigest()[:16]
 
     def embed(self, texts: list[str]) -> np.ndarray:
-        """One request: a (len(texts), dim) float32 array of unit vectors, in the order given."""
+        """One request: a (len(texts), dim) float32 array of unit vectors, in the order given. A reply
+        that is not one vector of finite numbers per text, all as long as the canary's and none all
+        zeros, raises :class:`LMError` naming the endpoint, as a malformed LM reply does."""
         import openai
 
         try:
-            reply = self._client.embeddings.create(model=self.model, input=texts, encoding_format="float")
+            reply = self._client.embeddings.with_raw_response.create(
+                model=self.model, input=texts, encoding_format="float"
+            )
         except (openai.APIConnectionError, openai.APITimeoutError, openai.RateLimitError) as e:
             raise LMUnavailable(f"--embed {self.name}: {self.base_url} cannot be reached: {e}") from None
         except openai.APIStatusError as e:
             raise LMError(
                 f"--embed {self.name}: {self.base_url}/embeddings answered {e.status_code}: {e.message}"
             ) from None
-        rows = sorted(reply.data, key=lambda d: d.index)
-        if len(rows) != len(texts):
-            raise LMError(f"--embed {self.name}: {len(texts)} texts sent, {len(rows)} vectors returned")
-        return np.stack([self._one(r.embedding) for r in rows])
+        from flarebench.strategies.openai_lm import _short
 
-    def _one(self, embedding: list) -> np.ndarray:
-        vec = np.asarray(embedding, dtype=np.float32)
+        try:
+            data = json.loads(reply.text)
+        except ValueError:
+            raise self._bad(f"is not JSON: {_short(reply.text)!r}") from None
+        rows = data.get("data") if isinstance(data, dict) else None
+        if not isinstance(rows, list):
+            raise self._bad(f'is not an object holding a "data" list: {_short(reply.text)!r}')
+        if len(rows) != len(texts):
+            raise self._bad(f"holds {len(rows)} vectors for {len(texts)} texts")
+        vectors: list[np.ndarray | None] = [None] * len(texts)
+        for i, row in enumerate(rows):
+            index = row.get("index") if isinstance(row, dict) else None
+            if not isinstance(index, int) or not 0 <= index < len(texts) or vectors[index] is not None:
+                raise self._bad(f"has data[{i}] without an index of its own in 0..{len(texts) - 1}")
+            vectors[index] = self._one(row.get("embedding"), i)
+        dims = {v.shape[0] for v in vectors}
+        if len(dims) > 1:
+            raise self._bad(f"has vectors of different lengths ({min(dims)} to {max(dims)} numbers)")
+        if self.dim is not None and dims != {self.dim}:
+            raise self._bad(f"has vectors of {dims.pop()} numbers, where the first reply's had {self.dim}")
+        return np.stack(vectors)
+
+    def _one(self, embedding, i: int) -> np.ndarray:
+        """The unit vector of ``data[i]``'s embedding."""
+        try:
+            vec = np.asarray(embedding, dtype=np.float32)
+        except (TypeError, ValueError):  # text, or lists of different lengths
+            vec = np.empty(0, dtype=np.float32)
+        if vec.ndim not in (1, 2) or vec.size == 0:
+            raise self._bad(f'has data[{i}] without an "embedding" list of numbers')
         if vec.ndim == 2:  # one vector per token: mean-pool them
             self.pooling = "mean of the per-token vectors the server returned"
             vec = vec.mean(axis=0)
-        norm = float(np.linalg.norm(vec))
-        return vec / norm if norm > 0 else vec
+        if not np.isfinite(vec).all():
+            raise self._bad(f"has a number that is not finite in data[{i}]")
+        norm = float(np.linalg.norm(vec.astype(np.float64)))  # float32 could overflow the sum of squares
+        if norm == 0:
+            # Every passage would score 0 against it, and the ranking be the corpus's order.
+            raise self._bad(f"has an all-zero vector in data[{i}], which ranks nothing")
+        return (vec / norm).astype(np.float32)
+
+    def _bad(self, problem: str) -> LMError:
+        """The one line refusing a reply that is no embeddings reply, naming the option that set the endpoint."""
+        return LMError(f"--embed {self.name}: the reply of --embed-base-url {self.base_url} to /embeddings {problem}")
 
     def describe(self) -> dict:
         """What identifies the embeddings in run.json (never the key)."""

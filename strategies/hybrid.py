@@ -7,6 +7,8 @@ both rankings hold is one passage, scored by both.
 
 from __future__ import annotations
 
+import math
+
 from flarebench.strategies.bm25 import BM25Retriever
 from flarebench.strategies.dense import DenseRetriever
 from flarebench.strategies.records import Passage
@@ -31,8 +33,13 @@ class HybridRetriever(Retriever):
         dense_weight: float = 1.0,
         depth: int = DEPTH,
     ):
-        if rrf_k < 0 or bm25_weight < 0 or dense_weight < 0 or depth < 1:
-            raise ValueError("hybrid: rrf_k and the weights must be >= 0 and depth >= 1")
+        for key, value in (("rrf_k", rrf_k), ("bm25_weight", bm25_weight), ("dense_weight", dense_weight)):
+            # nan and inf too: they pass `< 0`, and json writes them as NaN and Infinity in run.json,
+            # which strict JSON readers refuse.
+            if not 0 <= value < math.inf:
+                raise ValueError(f"hybrid: {key} must be a finite number >= 0, got {value}")
+        if depth < 1:
+            raise ValueError(f"hybrid: depth must be >= 1, got {depth}")
         self.bm25, self.dense = bm25, dense
         self.rrf_k, self.bm25_weight, self.dense_weight = float(rrf_k), float(bm25_weight), float(dense_weight)
         self.depth = depth

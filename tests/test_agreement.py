@@ -5,6 +5,7 @@ one-line errors for a bad claims file. The judge path is tested in tests/test_fa
 from __future__ import annotations
 
 import json
+import re
 from collections import Counter
 
 import pytest
@@ -94,7 +95,7 @@ def test_a_claims_file_of_ones_own_with_its_own_corpus(tmp_path, capsys):
 @pytest.mark.parametrize(
     ("record", "where"),
     [
-        ("not json", ":1: (line): not JSON"),
+        ("not json", ":1: (json): invalid JSON: Expecting value"),
         (json.dumps(GOOD | {"supported": "yes"}), ":1: supported: missing or not a bool"),
         (json.dumps({k: v for k, v in GOOD.items() if k != "claim"}), ":1: claim: missing or not a str"),
         (json.dumps(GOOD | {"split": "train"}), ":1: split: 'train' is neither dev nor test"),
@@ -145,3 +146,32 @@ def test_a_reader_that_goes_away_gets_no_traceback():
         check=False,
     )
     assert "Traceback" not in proc.stderr and "BrokenPipe" not in proc.stderr, proc.stderr
+
+
+@pytest.mark.parametrize(
+    ("corpus", "where"),
+    [
+        (b'{"title": "T", "text": "Port 80 is open."}\n', ":1: id: missing required field"),
+        (b'{"id": "d1", "title": "T", "text": "x"}\n{"id": "d2",\n', ":2: (json): invalid JSON"),
+        (b'{"id": "d1", "title": "T\xff", "text": "x"}\n', ":1: (encoding): not UTF-8"),
+        (b'{"id": "d1", "title": "T", "text": "x", "txt": "y"}\n', ":1: txt: unknown field; did you mean 'text'?"),
+    ],
+)
+def test_a_bad_corpus_is_one_line_naming_its_file_line_and_field(tmp_path, capsys, corpus, where):
+    path = _write(tmp_path, [json.dumps(GOOD)])
+    (tmp_path / "corpus.jsonl").write_bytes(corpus)
+    with pytest.raises(AgreementError, match="^" + re.escape(f"{tmp_path / 'corpus.jsonl'}{where}")):
+        load_claims(path)
+    assert main(["agreement", "--claims", str(path)]) == 2
+    err = capsys.readouterr().err
+    assert err.startswith(f"flarebench: {tmp_path / 'corpus.jsonl'}{where}") and err.count("\n") == 1
+
+
+def test_a_claims_file_is_read_as_probes_jsonl_is_a_bom_allowed_and_a_misspelled_field_refused(tmp_path, capsys):
+    path = _write(tmp_path, [json.dumps(GOOD)])
+    path.write_bytes(b"\xef\xbb\xbf" + path.read_bytes())
+    assert [c.id for c in load_claims(path)] == ["x1"]
+    misspelled = {"supportd" if k == "supported" else k: v for k, v in GOOD.items()}
+    path.write_text(json.dumps(GOOD | {"id": "x0"}) + "\n" + json.dumps(misspelled) + "\n")
+    assert main(["agreement", "--claims", str(path)]) == 2
+    assert capsys.readouterr().err == f"flarebench: {path}:2: supportd: unknown field; did you mean 'supported'?\n"

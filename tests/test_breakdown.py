@@ -62,3 +62,32 @@ def test_unknown_field_names_the_known_ones():
     assert metadata_fields(rows()) == ["difficulty"]
     with pytest.raises(BreakdownError, match="no probe metadata field 'hops'; fields: difficulty"):
         breakdown(rows(), "hops")
+
+
+def _rows_with(metas: list[dict]):
+    """Strategies "s" and "b" on one probe per metadata dict: "s" right on every probe, "b" on none."""
+    pairs = []
+    for i, meta in enumerate(metas):
+        p = FakeProbe(f"p{i}", answers=["cat"], gold_doc_ids=["d1"], metadata=meta)
+        pairs += [(trace([Step("s")], probe_id=p.id, answer="cat"), p),
+                  (trace([Step("s")], strategy="b", probe_id=p.id, answer="dog"), p)]  # fmt: skip
+    return _rows(pairs)
+
+
+@pytest.mark.parametrize("field", ["em", "n", "strategy", "_v", "_s"])
+def test_a_field_named_like_a_column_is_kept_apart_and_hides_nothing(field):
+    # Every value 2 or "x": a result column it replaced would show it.
+    data = _rows_with([{field: 2}, {field: 2}, {field: "x"}])
+    table = breakdown(data, field)
+    assert list(table.columns[:3]) == ["strategy", f"meta_{field}" if field in ("em", "n", "strategy") else field, "n"]
+    assert list(table["strategy"]) == ["s", "s", "b", "b"]
+    assert list(table.iloc[:, 1]) == [2, "x", 2, "x"]
+    assert (list(table["n"]), list(table["em"])) == ([2, 1, 2, 1], [1.0, 1.0, 0.0, 0.0])
+
+
+def test_values_that_read_the_same_are_one_row_shown_as_the_number():
+    data = _rows_with([{"d": "1"}, {"d": 1}, {"d": 1.0}, {"d": True}, {"d": "10"}, {"d": 9}, {}])
+    table = breakdown(data, "d")
+    s = table[table["strategy"] == "s"]
+    assert list(zip(s["d"], s["n"])) == [(1, 3), (9, 1), ("10", 1), ("<none>", 1), (True, 1)]
+    assert type(s["d"].iloc[0]) is int and s["d"].map(str).is_unique

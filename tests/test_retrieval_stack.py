@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import json
 import random
+import re
 
 import numpy as np
 import pandas as pd
@@ -172,7 +173,7 @@ def test_recall_per_hop_and_retrieval_latency_are_computed_per_query():
         ({"embed": "openai:e"}, "--embed only applies to --retriever dense or hybrid, not bm25s"),
         ({"retriever": "dense"}, "--retriever dense needs --embed openai:MODEL"),
         ({"retriever": "hybrid:rrf=3"}, "'rrf=3' is not KEY=VALUE with KEY one of rrf_k"),
-        ({"retriever": "hybrid:depth=x", "embed": "openai:e"}, "depth must be a int, got 'x'"),
+        ({"retriever": "hybrid:depth=x", "embed": "openai:e"}, "depth must be an int, got 'x'"),
         ({"embed": "cohere:e", "retriever": "dense"}, "unknown --embed spec 'cohere:e'"),
         ({"rerank": "bogus"}, "unknown --rerank spec 'bogus'; known: lm, openai:MODEL"),
         ({"rerank": "lm", "rerank_depth": 0}, "--rerank-depth must be >= 1, got 0"),
@@ -195,6 +196,7 @@ def test_bad_retrieval_options_are_one_line_before_the_run(scripted_lm, tmp_path
     [
         ({"retriever": "bogus"}, "unknown retriever spec 'bogus'"),
         ({"retriever": "hybrid:rrf_k=abc"}, "rrf_k must be a float, got 'abc'"),
+        ({"retriever": "hybrid:bm25_weight=nan"}, "bm25_weight must be a finite number, got 'nan'"),
         ({"rerank": "bogus"}, "unknown --rerank spec 'bogus'"),
         ({"rerank": "lm", "rerank_depth": -5}, "--rerank-depth must be >= 1, got -5"),
         ({"retriever_retries": 1}, "--retriever-retries only applies to --retriever http:URL, not bm25s"),
@@ -222,3 +224,93 @@ def test_measure_sets_measures_with_any_retriever_and_refuses_a_bad_one_in_a_lin
         err
         == "measure_sets: --retriever dense needs --embed openai:MODEL, an embeddings endpoint (see --embed-base-url)\n"
     )
+
+
+class _EmbedHandler(JSONHandler):
+    """An embeddings endpoint whose reply the model name chooses: ``list``, ``text``, ``nodata`` and
+    ``noindex`` are not embeddings replies, ``zeros`` is all-zero vectors; any other model embeds a
+    text as 3 numbers, except the texts ``zero`` (all zeros), ``long`` (4 numbers) and ``nan``."""
+
+    def do_POST(self):  # noqa: N802 (http.server's name)
+        body = self.json_body()
+        model, texts = body["model"], body["input"]
+        special = {"zero": [0.0, 0.0, 0.0], "long": [1.0, 1.0, 1.0, 1.0], "nan": [float("nan"), 1.0, 1.0]}
+        rows = [
+            {"index": i, "embedding": [0.0] * 3 if model == "zeros" else special.get(t, [len(t), 1.0, t.count("e")])}
+            for i, t in enumerate(texts)
+        ]
+        replies = {"list": [r["embedding"] for r in rows], "text": b"<html>gateway</html>", "nodata": {"vectors": []},
+                   "noindex": {"data": [{"embedding": r["embedding"]} for r in rows]}}  # fmt: skip
+        self.send_json(200, replies.get(model, {"data": rows[::-1]}))  # in any order: the indexes tell
+
+
+@pytest.fixture
+def embed_server():
+    with http_service(_EmbedHandler) as base:
+        yield f"{base}/v1"
+
+
+@pytest.mark.parametrize(
+    ("model", "problem"),
+    [
+        ("list", "is not an object holding a \"data\" list: '[[78, 1.0, 8]]'"),  # the canary's
+        ("nodata", """is not an object holding a "data" list: '{"vectors": []}'"""),
+        ("text", "is not JSON: '<html>gateway</html>'"),
+        ("noindex", "has data[0] without an index of its own in 0..0"),
+        ("zeros", "has an all-zero vector in data[0], which ranks nothing"),
+    ],
+)
+def test_an_endpoint_that_does_not_reply_embeddings_is_one_line_naming_it(embed_server, model, problem):
+    from flarebench.strategies.embeddings import OpenAIEmbedder
+    from flarebench.strategies.lm import LMError
+
+    with pytest.raises(LMError) as e:
+        OpenAIEmbedder(model, base_url=embed_server, max_retries=0)
+    where = f"--embed openai:{model}: the reply of --embed-base-url {embed_server} to /embeddings"
+    assert str(e.value) == f"{where} {problem}"
+
+
+def test_vectors_of_other_lengths_all_zeros_or_not_finite_are_refused_in_a_line(embed_server):
+    from flarebench.strategies.embeddings import OpenAIEmbedder
+    from flarebench.strategies.lm import LMError
+
+    embedder = OpenAIEmbedder("m", base_url=embed_server, max_retries=0)
+    vectors = embedder.embed(["kettle", "the gateway"])  # the reply came in reverse order
+    expected = np.array([[6.0, 1.0, 2.0], [11.0, 1.0, 2.0]])  # length, 1, how many "e"
+    np.testing.assert_allclose(vectors, expected / np.linalg.norm(expected, axis=1, keepdims=True), rtol=1e-6)
+    for texts, problem in [
+        (["a", "long"], "has vectors of different lengths (3 to 4 numbers)"),
+        (["long"], "has vectors of 4 numbers, where the first reply's had 3"),
+        (["a", "zero"], "has an all-zero vector in data[0], which ranks nothing"),
+        (["nan"], "has a number that is not finite in data[0]"),
+    ]:
+        with pytest.raises(LMError, match=re.escape(f"{embed_server} to /embeddings {problem}")):
+            embedder.embed(texts)
+
+
+def test_a_bad_embeddings_reply_stops_the_run_in_a_line_before_anything_is_written(scripted_lm, embed_server, tmp_path):
+    from tests.scripted import run_cli
+
+    options = ["--strategy", "single_time", "--limit", "1", "--retriever", "dense", "--embed-base-url", embed_server]
+    code, _, err = run_cli("run", *options, "--embed", "openai:list", "--report-dir", str(tmp_path / "r"))
+    where = f"the reply of --embed-base-url {embed_server} to /embeddings"
+    assert code == 2 and err.startswith(f"flarebench: --embed openai:list: {where} is not an object holding")
+    assert err.count("\n") == 1 and not (tmp_path / "r").exists()
+
+
+@pytest.mark.parametrize("weights", ["bm25_weight=nan", "dense_weight=inf", "rrf_k=1e309"])
+def test_a_hybrid_weight_that_is_not_finite_is_refused_in_a_line(scripted_lm, embed_server, tmp_path, weights):
+    from tests.scripted import run_cli
+
+    key = weights.partition("=")[0]
+    bm25, dense = BM25Retriever(CORPUS), DenseRetriever(CORPUS, BagOfWordsEmbedder(), progress=False)
+    with pytest.raises(ValueError, match=f"hybrid: {key} must be a finite number >= 0, got "):
+        HybridRetriever(bm25, dense, **{key: float(weights.partition("=")[2])})
+    options = ["--strategy", "single_time", "--limit", "1", "--embed", "openai:m", "--embed-base-url", embed_server]
+    code, _, err = run_cli("run", *options, "--retriever", f"hybrid:{weights}", "--report-dir", str(tmp_path / "r"))
+    # Refused with the options, before the endpoint is asked or the corpus embedded.
+    message = (
+        f"flarebench: --retriever hybrid:{weights}: {key} must be a finite number, got '{weights.partition('=')[2]}'"
+    )
+    assert code == 2 and err == f"{message}\n"
+    assert not (tmp_path / "r").exists()  # so no run.json holds NaN or Infinity
