@@ -473,7 +473,7 @@ def _faithfulness(traces: list, probe_set, judge) -> dict:
 
     try:
         return faithfulness_rows(traces, probe_set.docs_by_id, judge)
-    except (JudgeError, KeyError) as e:
+    except JudgeError as e:
         raise UserError(f"faithfulness: {e}") from None
 
 

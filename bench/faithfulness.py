@@ -47,8 +47,8 @@ Policies (never a crash, never a silent 0):
 * a trace with ``error`` set: None, ``"n/a: error"``; an output without a claim: None,
   ``"n/a: no claims"`` (with a judge: ragas extracted no statement);
 * a service under test (``http``) that listed no retrievals: None, ``"n/a: retrievals not
-  reported"``; one that listed a doc id the probe set's corpus does not hold: None, ``"n/a: doc ids
-  not in the corpus"`` (its passages cannot be read);
+  reported"``; a trace that retrieved a doc id the probe set's corpus does not hold (a service, or a
+  plugin's retriever): None, ``"n/a: doc ids not in the corpus"`` (its passages cannot be read);
 * a judge reply that does not parse (ragas/instructor could not validate it after its retries):
   None for that probe, ``judge_parse_failures`` counts it (one per failed probe); the probe is left
   out of the mean, and the count is reported next to it. Transport errors (connection refused, HTTP
@@ -410,17 +410,13 @@ def _contexts(trace: Trace, passages_by_id: Mapping[str, Any]) -> list[str] | No
     if not retrievals:
         return None
     ids = list(dict.fromkeys(d for r in retrievals for d in r.doc_ids))
-    missing = [d for d in ids if d not in passages_by_id]
-    if missing:
-        raise KeyError(
-            f"{trace.strategy}/{trace.probe_id}: retrieved doc id(s) not in the corpus: {', '.join(missing[:5])}"
-        )
     return [_passage_text(passages_by_id[d]) for d in ids]
 
 
 def _unusable(trace: Trace, passages_by_id: Mapping[str, Any]) -> str | None:
-    """Why a service's answer cannot be checked against its passages, or None when it can."""
-    if not trace.service.listed_retrievals:
+    """Why an answer cannot be checked against its passages (a service that listed none; a doc id
+    the probe set's corpus does not hold, from a service or a plugin's retriever), or None when it can."""
+    if trace.service is not None and not trace.service.listed_retrievals:
         return UNREPORTED
     if any(d not in passages_by_id for r in trace.retrievals for d in r.doc_ids):
         return FOREIGN_DOCS
@@ -456,7 +452,7 @@ def faithfulness_rows(
         if t.error:
             rows[key] = _row(None, ERROR)
             continue
-        if t.service is not None and (unusable := _unusable(t, passages_by_id)):
+        if unusable := _unusable(t, passages_by_id):
             rows[key] = _row(None, unusable)
             continue
         contexts = _contexts(t, passages_by_id)

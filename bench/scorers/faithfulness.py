@@ -52,8 +52,9 @@ def method_note(scoring: Scoring) -> str:
         "How faithfulness was scored: lexical-slots (offline: a claim is supported when one retrieved "
         "passage sentence, or a few adjacent ones, holds all its numbers, versions, ids and names, attached "
         "as the claim attaches them, and most of its other words; its measured agreement is in the notes), "
-        "ragas-faithfulness:openai:MODEL (a judge LM), or n/a: no context (or, for a service under test, "
-        "n/a: retrievals not reported, or n/a: doc ids not in the corpus).",
+        "ragas-faithfulness:openai:MODEL (a judge LM), or n/a: no context (or n/a: doc ids not in the "
+        "corpus, for a retriever or a service under test that returned ids the probe set's corpus lacks; "
+        "for a service under test, n/a: retrievals not reported).",
     ),
     Column(
         "judge_parse_failures",
