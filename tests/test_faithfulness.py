@@ -217,13 +217,9 @@ def test_empty_retrievals_errors_and_claimless_outputs():
 def test_a_doc_id_the_corpus_lacks_leaves_that_answer_unscored_not_the_run():
     # A plugin's retriever indexed under other ids: its passages cannot be read, so no claim can be
     # checked; the other answers are scored, and the run's summary is written.
-    rows = faithfulness_rows(
-        [
-            _trace("single_time", "p1", "A is B.", [["gone-doc"]]),
-            _trace("single_time", "p2", "A is B.", [["aida-wang"]]),
-        ],
-        PASSAGES,
-    )
+    out = "The father of Aida Wang is Dino Beltran."
+    traces = [_trace("single_time", "p1", out, [["gone-doc"]]), _trace("single_time", "p2", out, [["aida-wang"]])]
+    rows = faithfulness_rows(traces, PASSAGES)
     assert rows[("single_time", "p1")]["faithfulness"] is None
     assert rows[("single_time", "p1")]["faithfulness_method"] == "n/a: doc ids not in the corpus"
     assert rows[("single_time", "p2")]["faithfulness_method"] == LEXICAL_METHOD
