@@ -281,6 +281,8 @@ def _rescore(args: argparse.Namespace):
     except ConfigError as e:
         raise UserError(str(e)) from None
     _check_run_info(info, run_json)
+    if not args.plugin:
+        _recorded_plugins(info.get("plugins") or [], run_json)
     # A run stopped before its first probe finished has no traces.jsonl yet and is scored as none
     # (TraceLog.read); a complete run's was deleted, and its empty summary would replace the run's.
     if not traces_file.exists() and info.get("status") == "complete":
@@ -324,15 +326,30 @@ def _rescore(args: argparse.Namespace):
     return run_dir, {**info, "scoring": scoring}, traces, probe_set, summary, _scored_line(traces, len(probes))
 
 
+def _recorded_plugins(refs: list[str], run_json: Path) -> None:
+    """Load the plugins the run was made with, so that their triggers and scorers score it again; one
+    that cannot be loaded from here (a path relative to where the run was started) is said, and the
+    run is scored without it."""
+    from flarebench.strategies import plugins
+
+    for ref in refs:
+        try:
+            plugins.load(ref)
+        except plugins.PluginError as e:
+            print(
+                f"flarebench: {run_json}: plugins: {e}; scored without it (give --plugin to load it)", file=sys.stderr
+            )
+
+
 def _check_run_info(info: dict, run_json: Path) -> None:
     """Refuse, in one line naming the field, a run.json whose fields rescoring reads are not of the
     kinds a run writes (bench/session.py): a file edited by hand or damaged. ``scoring.price`` is
     checked field by field where it is read (:meth:`flarebench.bench.prices.Price.from_record`)."""
-    from flarebench.strategies.records import OBJECT, TEXT, check_fields
+    from flarebench.strategies.records import OBJECT, TEXT, TEXTS, check_fields
 
     parts = ("probes", "lm", "retriever", "strategies")
     try:
-        check_fields(info, {"scoring": OBJECT.or_null(), "study": OBJECT.or_null()})
+        check_fields(info, {"scoring": OBJECT.or_null(), "study": OBJECT.or_null(), "plugins": TEXTS})
         config = check_fields(info["config"], dict.fromkeys(parts, OBJECT), "config", required=parts)
         probe_fields = {"name": TEXT, "source": TEXT, "format": TEXT, "hash": TEXT}
         check_fields(config["probes"], probe_fields, "config.probes", required=("name", "source", "hash"))

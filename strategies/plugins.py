@@ -75,8 +75,11 @@ def _from(source: str) -> Iterator[None]:
 
 def load(ref: str) -> None:
     """Import the plugin ``ref`` (``--plugin``): a module name, or a path ending in ``.py``. Any
-    failure, a name it cannot register included, is one PluginError line naming it."""
-    if ref in _loaded:
+    failure, a name it cannot register included, is one PluginError line naming it. A file is
+    imported once however its path is spelled (``p/mine.py`` in the config file, ``./p/mine.py`` on
+    the command line)."""
+    key = str(Path(ref).resolve()) if ref.endswith(".py") else ref
+    if key in _loaded:
         return
     try:
         with _from(ref):
@@ -88,7 +91,7 @@ def load(ref: str) -> None:
         raise PluginError(f"--plugin {ref}: no module named {e.name!r}") from None
     except (Exception, SystemExit) as e:  # the plugin's own import failed: one line, naming it
         raise PluginError(f"--plugin {ref}: {_failure(e)}") from None
-    _loaded.add(ref)
+    _loaded.add(key)
 
 
 def _failure(e: BaseException) -> str:

@@ -6,6 +6,9 @@ from __future__ import annotations
 
 import json
 import math
+import subprocess
+import sys
+from pathlib import Path
 
 import pandas as pd
 import pytest
@@ -216,3 +219,45 @@ def test_commands_that_score_freeze_what_they_imported_and_others_do_not(scripte
     assert frozen == []
     assert run_cli("score", str(scripted_run))[0] == 0
     assert frozen == [True]
+
+
+#: A plugin whose scorer adds a column (CONTRIBUTING's example, under another name).
+CHARS = """
+from flarebench.bench.scorers.registry import LOWER, Column, Group, scorer
+
+
+@scorer(Column("plugin_chars", "Mean characters of the answer.", better=LOWER), order=25)
+def plugin_chars(g: Group) -> dict[str, float]:
+    return {"plugin_chars": float(g.rows["answer"].fillna("").str.len().mean())}
+"""
+
+
+@pytest.mark.slow
+def test_score_loads_the_plugins_the_run_was_made_with(tmp_path):
+    # In processes of their own: a scorer registered here would add its column to every later test's summary.
+    plugin = tmp_path / "chars.py"
+    plugin.write_text(CHARS)
+    lm = Path(__file__).parent / "fixtures" / "ray_lm.py"
+    run = [
+        sys.executable,
+        "-m",
+        "flarebench",
+        "run",
+        "--plugin",
+        str(lm),
+        "--plugin",
+        str(plugin),
+        "--lm",
+        "probeaware:0",
+    ]
+    run += ["--strategy", "no_retrieval", "--limit", "2", "--report-dir", str(tmp_path / "run")]
+    assert subprocess.run(run, capture_output=True, text=True).returncode == 0
+    score = [sys.executable, "-m", "flarebench", "score", str(tmp_path / "run")]
+    scored = subprocess.run(score, capture_output=True, text=True)
+    assert scored.returncode == 0 and "plugin_chars" in pd.read_csv(tmp_path / "run" / "summary.csv").columns
+    # A plugin that cannot be loaded from here any more is said, and the run is scored without it.
+    plugin.unlink()
+    scored = subprocess.run(score, capture_output=True, text=True)
+    assert scored.returncode == 0, scored.stderr
+    assert f"plugins: --plugin {plugin}: no such file; scored without it (give --plugin to load it)" in scored.stderr
+    assert "plugin_chars" not in pd.read_csv(tmp_path / "run" / "summary.csv").columns

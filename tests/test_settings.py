@@ -205,3 +205,15 @@ def test_pytest_refuses_a_bad_file_as_a_usage_error(pytester):
     result = pytester.runpytest_subprocess("-p", "no:cacheprovider")
     assert result.ret == pytest.ExitCode.USAGE_ERROR
     assert "flarebench.toml:2: strategyy: unknown key; did you mean 'strategy'?" in result.stderr.str()
+
+
+def test_a_plugin_file_named_twice_in_other_spellings_is_imported_once(tmp_path, monkeypatch):
+    # One in flarebench.toml, one on the command line: the second import would register its names again.
+    from flarebench.strategies import plugins
+
+    monkeypatch.setattr(plugins, "_loaded", set())
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "p").mkdir()
+    (tmp_path / "p" / "mine.py").write_text("with open('imports', 'a') as f:\n    f.write('x')\n")
+    plugins.load_all(["p/mine.py", "./p/mine.py", str(tmp_path / "p" / "mine.py")])
+    assert (tmp_path / "imports").read_text() == "x"
