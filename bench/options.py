@@ -93,7 +93,8 @@ RUN_OPTIONS: tuple[Option, ...] = (
     Option(
         "--lm",
         "LM backend: llamacpp:smollm2 (bundled), llamacpp:gemma3-270m, llamacpp:PATH.gguf, or openai:MODEL "
-        "on an OpenAI-compatible endpoint (see --lm-base-url, --lm-api-key-env) (default: llamacpp:smollm2)",
+        "on an OpenAI-compatible endpoint (see --lm-base-url, --lm-api-key-env), or a plugin's NAME[:ARG] "
+        "(@register_lm; see --plugin) (default: llamacpp:smollm2)",
         default="llamacpp:smollm2",
         metavar="SPEC",
     ),
@@ -161,7 +162,7 @@ RUN_OPTIONS: tuple[Option, ...] = (
         "retriever backend: bm25s (embedded BM25), pyserini (real Lucene BM25 through Anserini; extra lucene, "
         "see README), dense (cosine over --embed's vectors), hybrid (bm25s and dense fused by reciprocal rank; "
         "hybrid:rrf_k=60,bm25_weight=1,dense_weight=1,depth=20) or http:URL (your own search service: each search "
-        "POSTed to URL as JSON, see README) (default: bm25s)",
+        "POSTed to URL as JSON, see README), or a plugin's NAME (@register_retriever; see --plugin) (default: bm25s)",
         default="bm25s",
         metavar="SPEC",
     ),
