@@ -15,13 +15,22 @@ from flarebench.strategies.http_client import redact_urls
 
 
 def run_config(
-    probe_set, probe_source: str, lm, retriever, strategies: dict[str, Any], record_topk: int | None = None
+    probe_set,
+    probe_source: str,
+    lm,
+    retriever,
+    strategies: dict[str, Any],
+    record_topk: int | None = None,
+    plugins: dict[str, str] | None = None,
 ) -> dict[str, Any]:
     """Everything that determines the answers: compared on resume, hashed into the folder name.
 
     ``record_topk`` (``--record-topk K``) changes no answer but what the drafts record and what
     they cost: it is recorded only when given, so that the configuration of every run without it
-    (its folder name, resumes, baselines) stays what it was."""
+    (its folder name, resumes, baselines) stays what it was. So are ``plugins`` (``--plugin`` ref
+    -> the sha256 of its code): a run is not resumed by edited plugin code, whose answers would mix
+    with the earlier code's. The gate's fingerprint leaves them out: a team's plugin is the system
+    its gate watches, whose changes are what it measures."""
     prompts = sorted({p for s in strategies.values() for p in s.static_prompts()})
     config = {
         "probes": {"name": probe_set.name, "source": probe_source, "format": probe_set.format, "hash": probe_set.hash},
@@ -39,6 +48,8 @@ def run_config(
         config["probes"]["chunking"] = probe_set.chunking
     if record_topk is not None:
         config["record_topk"] = record_topk
+    if plugins:
+        config["plugins"] = plugins
     return config
 
 

@@ -344,6 +344,7 @@ class BenchSession:
             self.retriever_backend,
             self.strategies,
             record_topk=self.record_topk,
+            plugins={ref: plugins.digest(ref) for ref in self.plugin or ()},
         )
 
     def _probe_source(self) -> str:

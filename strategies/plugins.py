@@ -16,6 +16,7 @@ from __future__ import annotations
 import contextlib
 import contextvars
 import functools
+import hashlib
 import importlib
 import importlib.util
 import re
@@ -92,6 +93,16 @@ def load(ref: str) -> None:
     except (Exception, SystemExit) as e:  # the plugin's own import failed: one line, naming it
         raise PluginError(f"--plugin {ref}: {_failure(e)}") from None
     _loaded.add(key)
+
+
+def digest(ref: str) -> str | None:
+    """The sha256 of a loaded plugin's code: the file of ``ref`` (``FILE.py``, or a module's own
+    file); None when it has none to read (a namespace package)."""
+    path = Path(ref) if ref.endswith(".py") else Path(getattr(sys.modules.get(ref), "__file__", None) or "")
+    try:
+        return hashlib.sha256(path.read_bytes()).hexdigest() if path.is_file() else None
+    except OSError:
+        return None
 
 
 def _failure(e: BaseException) -> str:
