@@ -468,6 +468,15 @@ class BenchSession:
                     f"{run_dir} holds a run of a different configuration: {diff}; "
                     "use --overwrite to replace it or another --report-dir"
                 )
+            # A calibration's split and goal decide which probes are dev and which test: resumed
+            # with others, a dev point's cached traces would be taken for test rows.
+            split = first_difference(_calibration_of(recorded.get("study")), _calibration_of(self.study), "study")
+            if split and not diff and not self.overwrite:
+                raise ConfigError(
+                    f"{run_dir} holds a run of another calibration: {split}; "
+                    "use --overwrite to replace it or another --report-dir"
+                )
+            diff = diff or split
             if diff:
                 _clear(run_dir)
             elif self.study is None:
@@ -766,6 +775,16 @@ def read_run_json(path: Path) -> dict[str, Any]:
         return check_fields(info, {"config": OBJECT}, required=["config"])
     except ValueError as e:
         raise ConfigError(f"{path}: {e}") from None
+
+
+#: What decides a calibrated run's dev and test parts and its chosen values (bench/calibrate.py).
+_CALIBRATION_FIELDS = ("goal", "dev_fraction", "seed", "tolerance")
+
+
+def _calibration_of(study) -> dict[str, Any]:
+    """The fields of a run's study that a calibration is defined by; all None for a run that is none."""
+    study = study if isinstance(study, dict) and "goal" in study else {}
+    return {key: study.get(key) for key in _CALIBRATION_FIELDS}
 
 
 def _resumed_study(study) -> dict | None:

@@ -161,6 +161,23 @@ def test_a_run_is_not_resumed_by_edited_plugin_code(tmp_path, scripted_lm):
     assert f"holds a run of a different configuration: plugins.{plugin} (was '" in line
 
 
+def test_a_calibration_is_not_resumed_with_another_split_or_goal(tmp_path, scripted_lm):
+    command = ("calibrate", "--strategy", "flare_direct", "--limit", "6", "--report-dir", str(tmp_path / "cal"))
+    code, out, err = run_cli(*command, "--target", "retrieval_rate=0.5", "--seed", "0")
+    assert code == 0, err
+    # Another seed puts other probes in the test part, where dev points' cached traces would be taken.
+    for goal, seed, field in (
+        ("retrieval_rate=0.5", "3", "study.seed (was 0, now 3)"),
+        ("retrieval_rate=0.3", "0", "study.goal"),
+    ):
+        line = _one_line(*run_cli(*command, "--target", goal, "--seed", seed)[::2])
+        assert f"holds a run of another calibration: {field}" in line, line
+    # Nor by a plain run of its specs, which would run every grid point on every probe.
+    specs = json.loads((tmp_path / "cal" / "run.json").read_text())["config"]["strategies"]
+    line = _one_line(*run_cli("run", *(a for s in specs for a in ("--strategy", s)), *command[3:])[::2])
+    assert "holds a run of another calibration: study.goal (was {" in line
+
+
 # --------------------------------------------------------------------------------------------
 # traces.jsonl: damaged lines and duplicates
 # --------------------------------------------------------------------------------------------
