@@ -81,6 +81,7 @@ import os
 import re
 import sys
 import types
+from collections import Counter
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
@@ -495,8 +496,13 @@ def summarize_faithfulness(rows: Mapping[tuple[str, str], Mapping[str, Any]]) ->
     for strategy, rs in groups.items():
         scored = [r["faithfulness"] for r in rs if r["faithfulness"] is not None]
         methods = [r["faithfulness_method"] for r in rs if not r["faithfulness_method"].startswith("n/a")]
+        # Why the answers that had passages got no score (no claims, doc ids not in the corpus):
+        # "no context" would say the strategy never retrieved.
+        looked = [r["faithfulness_method"] for r in rs if r["faithfulness_method"] not in (NO_CONTEXT, ERROR)]
         if methods:
             method = methods[0]
+        elif looked:
+            method = Counter(looked).most_common(1)[0][0]
         elif any(r["faithfulness_method"] == NO_CONTEXT for r in rs):
             method = NO_CONTEXT
         else:

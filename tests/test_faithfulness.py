@@ -196,6 +196,14 @@ def test_no_context_policy_is_none_never_zero():
     }
 
 
+def test_a_strategy_that_retrieved_but_made_no_claim_is_not_said_to_have_no_context():
+    # adaptive: closed-book on most probes, retrieved on one whose answer held no claim.
+    traces = [_trace("adaptive", "p1", "The mother of Aida Wang is Shelli Beltran.", [])]
+    traces.append(_trace("adaptive", "p2", "Who is the mother of Aida Wang?", [["aida-wang"]]))
+    summary = summarize_faithfulness(faithfulness_rows(traces, PASSAGES))["adaptive"]
+    assert summary["faithfulness"] is None and summary["faithfulness_method"] == NO_CLAIMS
+
+
 def test_empty_retrievals_errors_and_claimless_outputs():
     traces = [
         _trace("single_time", "p1", "The mother of Aida Wang is Shelli Beltran.", [[]]),  # looked, found nothing
