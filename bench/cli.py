@@ -103,8 +103,15 @@ def _compare(args: argparse.Namespace) -> int:
     # Without the bounds (the always row retrieves on every sentence: often the longest spec to run).
     bounds = {"bounds": False} if args.no_bounds else {}
     if not args.budget:
-        if args.objective:
-            raise UserError("--objective needs --budget METRIC<=VALUE")
+        # The calibration's own options would be ignored without a budget to calibrate to.
+        calibrating = {
+            "--objective": args.objective is not None,
+            "--dev-fraction": args.dev_fraction != DEV_FRACTION,
+            "--seed": args.seed != 0,
+            "--budget-tolerance": args.budget_tolerance != TOLERANCE,
+        }
+        if given := [flag for flag, set_ in calibrating.items() if set_]:
+            raise UserError(f"{given[0]} needs --budget METRIC<=VALUE: compare calibrates only to a budget")
         return _run(args, study={"kind": "compare", **bounds})
     try:
         goal = parse_goal(args.budget, args.objective, "--budget")
