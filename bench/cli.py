@@ -226,7 +226,8 @@ def _calibrated(args: argparse.Namespace, plans: dict, goal, kind: str, extra: d
     print("\n".join(session.closing_lines()))
     print(format_table(calibration_table(session.summary(), study)))
     if chosen:
-        print("chosen (paste as --strategy): " + " ".join(shlex.quote(s) for s in chosen.values()))
+        # Options to paste as they are: one --strategy per chosen spec.
+        print("chosen: " + " ".join(f"--strategy {shlex.quote(s)}" for s in chosen.values()))
     if failed:
         print(f"flarebench: failed: {', '.join(failed)}", file=sys.stderr)
     return 1 if failed else 0
@@ -240,6 +241,14 @@ def _once(values: list[str] | None, flag: str, why: str) -> str | None:
     return values[0] if values else None
 
 
+def _same_value(text: str) -> float | str:
+    """A sweep value as the strategy will read it: a number by its value, else the text."""
+    try:
+        return float(text)
+    except ValueError:
+        return text
+
+
 def _sweep(args: argparse.Namespace) -> int:
     from flarebench.strategies.registry import SpecError, expand, with_param
 
@@ -250,7 +259,7 @@ def _sweep(args: argparse.Namespace) -> int:
         raise UserError(f"--param: expected NAME=V1,V2,..., got {args.param!r}")
     if not all(values):
         raise UserError(f"--param: an empty value in {args.param!r}")
-    if len(set(values)) != len(values):
+    if len(set(map(_same_value, values))) != len(values):  # 0.2 and 0.20 are one setting, two rows
         raise UserError(f"--param: a value is given twice in {args.param!r}")
     if not args.strategy:
         raise UserError("sweep needs --strategy SPEC: the strategy whose parameter is swept")

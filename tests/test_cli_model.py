@@ -106,7 +106,7 @@ def test_calibrate_chooses_on_dev_reports_test_and_rebuilds_the_same(tmp_path):
     assert list(summary["strategy"]) == [cal["chosen"]] and summary["n"].iloc[0] == 3
     table = pd.read_csv(run_dir / "calibration.csv")
     assert table["calibrated"].iloc[0] == f"theta={cal['value']:g}"
-    assert f"chosen (paste as --strategy): {cal['chosen']}" in done.stdout
+    assert f"chosen: --strategy {cal['chosen']}" in done.stdout
     assert '<figure id="plot-calibration" class="wide">' in (run_dir / "report.html").read_text()
     # The dev runs went through the run's own cache; the test runs did not.
     traces = [json.loads(line) for line in (run_dir / "traces.jsonl").read_text().splitlines()]

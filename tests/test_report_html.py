@@ -214,6 +214,7 @@ def test_sweep_runs_one_spec_per_value_and_plots_against_it(tmp_path, probe_awar
         (["sweep", "--param", "theta=0,1"], "sweep needs --strategy SPEC"),
         (["sweep", "--strategy", "flare_direct", "--param", "theta"], "--param: expected NAME=V1,V2,..."),
         (["sweep", "--strategy", "flare_direct", "--param", "theta=0,0"], "a value is given twice"),
+        (["sweep", "--strategy", "flare_direct", "--param", "theta=0.2,0.20"], "a value is given twice"),
         (["sweep", "--strategy", "flare_direct", "--param", "theta=0.1,,0.2"], "--param: an empty value in"),
         (
             ["sweep", "--strategy", "flare_direct", "--param", "k=1", "--param", "max_tokens=8,16"],
