@@ -361,7 +361,10 @@ def _difference(m: Measure, ref: Mapping[str, Any], mine: Mapping[str, Any], pai
     if d.n == 1:  # one probe's own difference: no interval, and nothing said of chance
         return f"{_number(m, d.delta, signed=True)} (one probe has both: no interval)"
     star = " *" if d.significant else ""
-    return f"{_number(m, d.delta, signed=True)} [{_bound(m, d.lo)}, {_bound(m, d.hi)}]{star}"
+    # Over fewer probes than a side's own value (faithfulness: one side retrieved on more probes),
+    # the difference need not be after minus before: the row says over which.
+    fewer = f" (over the {d.n} probes both have)" if d.n < max(len(pairs[0]), len(pairs[1])) else ""
+    return f"{_number(m, d.delta, signed=True)} [{_bound(m, d.lo)}, {_bound(m, d.hi)}]{star}{fewer}"
 
 
 def _pairs(m: Measure, rows: pd.DataFrame | None, faithfulness, strategy: str, reference: str):
@@ -444,8 +447,8 @@ def intro(a: Adoption) -> str:
     return (
         f"Before: the reference strategy `{a.reference}` (--reference); after: each other strategy of the "
         "run, on the same probes. The difference is after minus before; where a row is a per-probe "
-        "quantity, it is taken over the probes both have a value for (a percentile's row says so: it can "
-        f"then differ from after minus before), and [lo, hi] is its 95% paired-bootstrap interval "
+        "quantity, it is taken over the probes both have a value for (the row says so where that leaves a "
+        "probe out: it can then differ from after minus before), and [lo, hi] is its 95% paired-bootstrap interval "
         f"({RESAMPLES:,} resamples, seed {SEED}, as the delta columns), * where it excludes 0. "
         f"{MISSING} marks a value that cannot be computed, with the reason; a missing value is never 0."
     )

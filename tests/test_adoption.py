@@ -221,6 +221,17 @@ def test_per_probe_rows_give_the_paired_intervals_of_the_deltas():
     assert without["answer faithfulness"] == (f"{MISSING} (not scored)",) * 3
 
 
+def test_a_difference_over_fewer_probes_than_a_side_has_says_over_which():
+    from flarebench.bench.adoption import FAITHFULNESS, _difference
+
+    # adaptive retrieved (and got a faithfulness score) on 2 probes, single_time on 3: the paired
+    # difference is over p1 and p2 only, so it is not the after value minus the before value.
+    mine, theirs = pd.Series({"p1": 0.0, "p2": 0.0}), pd.Series({"p1": 0.0, "p2": 0.0, "p3": 1.0})
+    cell = _difference(FAITHFULNESS, {"faithfulness": 1 / 3}, {"faithfulness": 0.0}, (mine, theirs))
+    assert cell == "+0.0 pts [+0.0, +0.0] (over the 2 probes both have)"
+    assert "over the" not in _difference(FAITHFULNESS, {"faithfulness": 0.0}, {"faithfulness": 0.0}, (mine, mine))
+
+
 def test_the_tables_a_summary_carries_are_not_copied_by_each_operation_on_it():
     # pandas deep-copies a frame's attrs on every operation; the tables are immutable, so
     # copying them would only cost time (a second of a short run's report).
