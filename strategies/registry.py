@@ -13,14 +13,18 @@ import dataclasses
 import difflib
 import functools
 import importlib
+import inspect
 import math
+import re
+import sys
 import types
 import typing
 from collections.abc import Callable
-from typing import Any, Literal
+from typing import Any, ClassVar, Literal
 
 import flarebench.strategies.plugins as plugins
 from flarebench.strategies.base import Strategy
+from flarebench.strategies.capabilities import CAPABILITIES
 from flarebench.strategies.http_client import redact_urls
 
 _REGISTRY: dict[str, type[Strategy]] = {}
@@ -37,9 +41,10 @@ class SpecError(ValueError):
 
 def register(name: str) -> Callable[[type[Strategy]], type[Strategy]]:
     """Class decorator: make a Strategy available under ``name``. The class must be a dataclass
-    subclass of Strategy, and the name one a spec can spell that nothing has taken, a built-in
-    included: :class:`~flarebench.strategies.plugins.PluginError` otherwise, when the class is
-    defined, so every command that loads a plugin says it the same way."""
+    subclass of Strategy (itself a dataclass when it declares fields), each parameter of a type a
+    spec can set and resolvable at run time, and the name one a spec can spell that nothing has
+    taken, a built-in included: :class:`~flarebench.strategies.plugins.PluginError` otherwise,
+    when the class is defined, so every command that loads a plugin says it the same way."""
 
     def deco(cls: type[Strategy]) -> type[Strategy]:
         plugins.check_name("strategy", name, reserved=("all",))  # "all" expands to the built-ins
@@ -49,6 +54,15 @@ def register(name: str) -> Callable[[type[Strategy]], type[Strategy]]:
             )
         if not (isinstance(cls, type) and issubclass(cls, Strategy)):
             raise plugins.PluginError(f"strategy {name!r}: {cls.__qualname__} must be a subclass of Strategy")
+        if undeclared := _undeclared_fields(cls):
+            raise plugins.PluginError(
+                f"strategy {name!r}: {cls.__qualname__} must be a dataclass itself (@dataclass under @register), "
+                f"else its fields are no parameters: {', '.join(undeclared)}"
+            )
+        try:
+            _param_types(cls)
+        except plugins.PluginError as e:
+            raise plugins.PluginError(f"strategy {name!r}: {e}") from None
         if not cls.__module__.startswith(f"{__package__}."):
             _load_builtin()  # first, so that a plugin taking a built-in's name is refused whatever the command
         plugins.add(_REGISTRY, _ORIGINS, "strategy", name, cls)
@@ -90,10 +104,61 @@ def get(name: str) -> type[Strategy]:
         ) from None
 
 
+#: An annotation naming ClassVar, written as a string (``from __future__ import annotations``).
+_CLASSVAR = re.compile(r"(typing\.)?ClassVar\b")
+
+
+def _undeclared_fields(cls: type) -> list[str]:
+    """The attributes ``cls`` annotates that are no dataclass field because ``cls`` is no dataclass
+    itself, only a subclass of one (``dataclasses.is_dataclass`` is true of it all the same)."""
+    if "__dataclass_fields__" in cls.__dict__:
+        return []
+    return [n for n, a in inspect.get_annotations(cls).items() if not _is_classvar(a)]
+
+
+def _is_classvar(annotation: Any) -> bool:
+    """Whether an annotation declares a ClassVar (no field, dataclass or not)."""
+    if isinstance(annotation, str):
+        return bool(_CLASSVAR.match(annotation))
+    return annotation is ClassVar or typing.get_origin(annotation) is ClassVar
+
+
 @functools.cache  # per class object: a class registered again under the same name is another key
-def _type_hints(cls: type) -> dict[str, Any]:
-    # get_type_hints evaluates every string annotation again; bounds ask for each spec in every summary.
-    return typing.get_type_hints(cls)
+def _param_types(cls: type) -> dict[str, Any]:
+    """The type of each parameter (init field) of ``cls``, resolved; a PluginError naming the class
+    and the field when one cannot be resolved or is no type a spec can set (:func:`_convert`).
+    Cached: resolving evaluates string annotations again, and bounds ask for each spec in every summary."""
+    out = {}
+    for f in dataclasses.fields(cls):
+        if not f.init:
+            continue
+        where = f"{cls.__qualname__}.{f.name}"
+        try:
+            # One field at a time, in the namespaces of the class that declares it, as get_type_hints
+            # does for a class (module first): a name imported only under TYPE_CHECKING is then
+            # pinned to its field, and an annotation that is no parameter's never matters.
+            owner = next(c for c in cls.__mro__ if f.name in inspect.get_annotations(c))
+            holder = types.SimpleNamespace(__annotations__={f.name: f.type})
+            typ = typing.get_type_hints(holder, dict(vars(owner)), vars(sys.modules[owner.__module__]))[f.name]
+        except Exception as e:  # whatever it is, the annotation cannot be evaluated
+            hint = "; import what it names outside `if TYPE_CHECKING:`" if isinstance(e, NameError) else ""
+            raise plugins.PluginError(
+                f"{where}: its type {_shown(f.type)} cannot be resolved at run time ({type(e).__name__}: {e}){hint}"
+            ) from None
+        if _spec_type(typ) is None:
+            raise plugins.PluginError(
+                f"{where}: a spec cannot set a parameter of type {_shown(typ)} "
+                "(bool, int, float, str, a Literal of strings, or one of them | None)"
+            )
+        out[f.name] = typ
+    return out
+
+
+def _shown(typ: Any) -> str:
+    """A type as its annotation spells it: ``int``, ``list[str]``, ``'Mode | None'`` (a string one)."""
+    if isinstance(typ, type) and typing.get_origin(typ) is None:
+        return typ.__qualname__
+    return repr(typ)
 
 
 def parse_spec(spec: str, defaults: dict[str, Any] | None = None) -> Strategy:
@@ -103,7 +168,7 @@ def parse_spec(spec: str, defaults: dict[str, Any] | None = None) -> Strategy:
     name, _, rest = spec.strip().partition(":")
     cls = get(name.strip())
     fields = {f.name: f for f in dataclasses.fields(cls) if f.init}
-    hints = _type_hints(cls)
+    hints = _param_types(cls)
     kwargs: dict[str, Any] = {}
     for item in filter(None, (p.strip() for p in rest.split(","))):
         key, eq, raw = item.partition("=")
@@ -119,9 +184,25 @@ def parse_spec(spec: str, defaults: dict[str, Any] | None = None) -> Strategy:
         kwargs[key] = _convert(spec, key, raw.strip(), hints[key])
     kwargs = {**{k: v for k, v in (defaults or {}).items() if k in fields}, **kwargs}
     try:
-        return cls(**kwargs)
-    except ValueError as e:
-        raise SpecError(f"{spec}: {e}") from None
+        strategy = cls(**kwargs)
+    # validate() is to raise ValueError; a plugin's may assert, or raise TypeError (as a parameter
+    # the spec must set and does not): the same one line.
+    except (ValueError, TypeError, AssertionError) as e:
+        raise SpecError(f"{spec}: {str(e) or f'{cls.__qualname__} refused it ({type(e).__name__})'}") from None
+    _check_needs(spec, strategy)
+    return strategy
+
+
+def _check_needs(spec: str, strategy: Strategy) -> None:
+    """Refuse a strategy whose ``needs()`` is no set of capability names: the run compares it with
+    what the LM offers, and a misspelt name would be refused as a capability nobody offers, unnamed."""
+    needs = strategy.needs()
+    where = f"{spec}: {type(strategy).__qualname__}.needs()"
+    known = f"known: {', '.join(CAPABILITIES)}"
+    if not isinstance(needs, (set, frozenset)):
+        raise SpecError(f"{where} must return a set of capability names, got {needs!r}; {known}")
+    if unknown := sorted(map(repr, needs - CAPABILITIES.keys())):
+        raise SpecError(f"{where} names unknown capability {', '.join(unknown)}; {known}")
 
 
 def expand(specs: list[str] | None) -> list[str]:
@@ -148,15 +229,11 @@ def with_param(spec: str, key: str, value: str) -> str:
 
 
 def _convert(spec: str, key: str, raw: str, typ: Any) -> Any:
-    """Turn the text of a parameter into its declared type (int, float, bool, str, Literal, Optional)."""
-    origin = typing.get_origin(typ)
-    if origin in (typing.Union, types.UnionType):
-        args = [a for a in typing.get_args(typ) if a is not type(None)]
-        if raw.lower() in ("none", "null", ""):
-            return None
-        typ = args[0]
-        origin = typing.get_origin(typ)
-    if origin is Literal:
+    """Turn the text of a parameter into its declared type (one :func:`_spec_type` accepts)."""
+    typ, optional = _spec_type(typ)
+    if optional and raw.lower() in ("none", "null", ""):
+        return None
+    if typing.get_origin(typ) is Literal:
         choices = typing.get_args(typ)
         if raw not in choices:
             raise SpecError(f"{spec}: {key} must be one of {', '.join(map(str, choices))}, got {raw!r}")
@@ -178,7 +255,24 @@ def _convert(spec: str, key: str, raw: str, typ: Any) -> Any:
     return value
 
 
-#: The built-in strategies, in the order `all` runs them (simplest first).
+def _spec_type(typ: Any) -> tuple[Any, bool] | None:
+    """What :func:`_convert` reads a parameter of type ``typ`` as: the type (bool, int, float, str
+    or a Literal of strings) and whether ``none`` is None (``X | None``); None when it cannot."""
+    args = typing.get_args(typ)
+    optional = typing.get_origin(typ) in (typing.Union, types.UnionType) and type(None) in args
+    if optional:
+        inner = [a for a in args if a is not type(None)]
+        if len(inner) != 1:  # int | str: which would "3" be?
+            return None
+        typ = inner[0]
+    if typing.get_origin(typ) is Literal:  # a spec's value is text: Literal[1] could never match it
+        return (typ, optional) if all(isinstance(c, str) for c in typing.get_args(typ)) else None
+    return (typ, optional) if typ in (bool, int, float, str) else None
+
+
+#: The built-in strategies, in the order `all` runs them and reports list them: simplest first, a new
+#: one after those it builds on (tests/test_registry.py checks what can be). Each is also the module
+#: that registers it (imported in this order).
 BUILTIN = (
     "no_retrieval",
     "single_time",
