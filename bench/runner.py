@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import os
+import sys
 import threading
 import time
 import traceback
@@ -15,7 +16,7 @@ from pathlib import Path
 from flarebench.strategies.base import Strategy
 from flarebench.strategies.capabilities import describe
 from flarebench.strategies.lm import LM, LMUnavailable
-from flarebench.strategies.records import Trace
+from flarebench.strategies.records import LMCall, Trace
 from flarebench.strategies.registry import BUILTIN, get, parse_spec
 from flarebench.strategies.retriever import Retriever
 
@@ -158,18 +159,24 @@ def run_probe(spec: str, strategy: Strategy, probe, lm: LM | None, retriever: Re
     except (KeyboardInterrupt, SystemExit, LMUnavailable):
         raise
     except Exception as e:  # a strategy or backend failure is this probe's result, recorded
-        last = traceback.extract_tb(e.__traceback__)[-1]
-        trace = Trace(
-            question=probe.question,
-            output="",
-            answer=None,
-            stop_reason="error",
-            error=f"{type(e).__name__}: {e} ({Path(last.filename).name}:{last.lineno})",
-        )
+        trace = _error_trace(probe.question, f"{type(e).__name__}: {e} ({_where(e)})")
+    if not isinstance(trace, Trace):  # a plugin's mistake: recorded as this probe's, not a crash of the run
+        trace = _error_trace(probe.question, f"{strategy.name}.run returned {type(trace).__name__}, not a Trace")
     trace.seconds = time.perf_counter() - start
     trace.probe_id = probe.id
     trace.strategy = spec
     return trace
+
+
+def _error_trace(question: str, error: str) -> Trace:
+    """The trace of a probe that failed with ``error``."""
+    return Trace(question=question, output="", answer=None, stop_reason="error", error=error)
+
+
+def _where(e: BaseException) -> str:
+    """``FILE:LINE`` of the innermost frame ``e`` was raised from."""
+    last = traceback.extract_tb(e.__traceback__)[-1]
+    return f"{Path(last.filename).name}:{last.lineno}"
 
 
 def run_strategy(
@@ -236,21 +243,37 @@ def warm_up(strategies: dict[str, Strategy], lm: LM, retriever: Retriever) -> di
     no probe's latency, and a strategy's latency does not depend on which strategies ran before it.
     Nothing a probe produces is made or reused here. Returns what it did (run.json's ``warm_up``):
     the prefixes (the plain ones and those of the strategies' own :meth:`Strategy.warm_up`), the
-    prompt tokens they evaluated, and the seconds it took."""
+    prompt tokens they evaluated, and the seconds it took. An exception of a backend's own (not an
+    LMError) is said once on stderr, naming what raised it, and the warm-up goes on: in a probe it
+    is that probe's error, so a run is not stopped for it here."""
     from flarebench.strategies.lm import WARM_UP, LMError, Prompt
 
     start = time.perf_counter()
     statics = dict.fromkeys(p for s in strategies.values() for p in s.plain_prefixes())
-    warmers = [lambda static=static: lm.generate(Prompt(static, " "), 1, purpose=WARM_UP) for static in statics]
-    warmers += [lambda strategy=strategy: strategy.warm_up(lm) for strategy in strategies.values()]
+    warmers = [
+        (f"LM {lm.name}", lambda static=static: lm.generate(Prompt(static, " "), 1, purpose=WARM_UP))
+        for static in statics
+    ]
+    warmers += [
+        (f"{spec}.warm_up", lambda strategy=strategy: strategy.warm_up(lm)) for spec, strategy in strategies.items()
+    ]
     prefixes = evaluated = 0
-    for warm in warmers:
+    said = False
+    for who, warm in warmers:
         try:
             call = warm()
+            if call is not None and not isinstance(call, LMCall):
+                raise TypeError(f"returned {type(call).__name__}, not an LMCall or None")
         except LMUnavailable:
             raise  # the run cannot go on: the entry points report it
         except LMError:
             continue  # the strategy's own first call reports what is wrong
+        except Exception as e:  # noqa: BLE001 (a backend's bug: each probe records it too, as any error in a probe)
+            if not said:  # said once, before the probes, naming what raised it
+                note = f"{who}: {type(e).__name__}: {e} ({_where(e)}); the run goes on, its probes record their errors"
+                print(f"flarebench: warm-up: {note}", file=sys.stderr)
+                said = True
+            continue
         if call is not None:
             prefixes += 1
             evaluated += call.evaluated_tokens

@@ -8,6 +8,8 @@ Besides the built-ins, ``--lm NAME:ARG`` and ``--retriever NAME`` reach a plugin
 from __future__ import annotations
 
 import importlib.util
+import inspect
+import json
 import math
 import os
 from collections.abc import Callable
@@ -15,7 +17,7 @@ from pathlib import Path
 from typing import TypeVar
 
 import flarebench.strategies.plugins as plugins
-from flarebench.strategies.lm import LM, LMError
+from flarebench.strategies.lm import LM, LMError, LMUnavailable
 from flarebench.strategies.retriever import CorpusDoc, Retriever, cache_root
 
 LM_SPECS = "llamacpp:smollm2, llamacpp:gemma3-270m, llamacpp:PATH.gguf, openai:MODEL"
@@ -40,7 +42,8 @@ T = TypeVar("T")
 
 
 def register_lm(name: str) -> Callable[[type[LM]], type[LM]]:
-    """Class decorator: ``--lm NAME:ARG`` builds this LM subclass as ``cls(ARG)``."""
+    """Class decorator: ``--lm NAME:ARG`` builds this LM subclass as ``cls(ARG)``, ``--lm NAME`` as
+    ``cls()``."""
     return _registrar(_LMS, "LM", name, LM)
 
 
@@ -178,10 +181,10 @@ def make_lm(
     given = [flag for flag, value in endpoint.items() if value is not None]
     if given:
         raise LMError(only_for(given, f"--lm openai:MODEL, not {spec}"))
-    if kind != "llamacpp":  # a plugin's LM
-        lm = cls(arg)
-        lm.name = spec
-        return lm
+    if kind != "llamacpp":  # a plugin's LM: ARG when the spec gives one, so that `--lm NAME` needs none
+        if ":" in spec:
+            return _built("--lm", spec, cls, (arg,), f"{cls.__qualname__}({arg!r}) for --lm NAME:ARG", LMError)
+        return _built("--lm", spec, cls, (), f"{cls.__qualname__}() for --lm NAME without :ARG", LMError)
     path = MODELS[arg]() if arg in MODELS else Path(arg)
     return cls(path, name=spec, n_threads=threads, weights=weights)
 
@@ -229,7 +232,42 @@ def make_retriever(
         return LuceneRetriever(corpus)
     if name in RETRIEVER_PARAMS:
         return _embedded_retriever(spec, corpus, embedder, progress)
-    return _plugin(_RETRIEVERS, plugins.RETRIEVERS, "retriever", Retriever, spec)(corpus)
+    cls = _plugin(_RETRIEVERS, plugins.RETRIEVERS, "retriever", Retriever, spec)
+    return _built("--retriever", spec, cls, (corpus,), f"{cls.__qualname__}(corpus)", ValueError)
+
+
+def _built(flag: str, spec: str, cls: type[T], args: tuple, call: str, error: type[Exception]) -> T:
+    """A plugin's backend for ``FLAG SPEC``: ``cls(*args)`` (``call``, as the user reads it) named
+    ``spec``, since its identity (run.json's configuration, ``--cache`` keys) holds its name. What is
+    wrong is one ``error`` line, ``FLAG SPEC: CLASS: what``, before the run starts: a constructor
+    that does not take ``args`` or fails, a :meth:`describe` that is not a JSON object naming ``spec``."""
+    where = f"{flag} {spec}: {cls.__qualname__}"
+    try:
+        inspect.signature(cls).bind(*args)
+    except TypeError as e:
+        raise error(f"{where}: cannot be built as {call}: {e}") from None
+    except ValueError:  # no signature to read (a class of a C extension): the call itself says
+        pass
+    try:
+        backend = cls(*args)
+        backend.name = spec
+        described = backend.describe()
+    except LMUnavailable as e:  # a server that is down stops the run, as a built-in's does, named
+        raise LMUnavailable(f"{where}: {e}") from None
+    except (Exception, SystemExit) as e:  # the plugin's own code failed: one line, naming it
+        raise error(f"{where}: {type(e).__name__}: {e}") from None
+    if not isinstance(described, dict):
+        raise error(f"{where}: describe() returned {type(described).__name__}, not a dict (run.json records it)")
+    try:  # as run.json and the --cache keys write it, in strict JSON (no NaN)
+        json.dumps(described, sort_keys=True, allow_nan=False)
+    except (TypeError, ValueError) as e:
+        raise error(f"{where}: describe() cannot be written to run.json ({e})") from None
+    if described.get("name") != spec:  # two backends described alike would be served each other's --cache
+        name = described.get("name", "<absent>")
+        raise error(
+            f"{where}: describe() must hold name {spec!r} (the spec, which tells its results apart), got {name!r}"
+        )
+    return backend
 
 
 def check_retriever(spec: str, timeout: float | None = None, retries: int | None = None) -> None:

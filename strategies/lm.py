@@ -77,6 +77,18 @@ def topk_entropy(logprobs: list[float]) -> float:
     return -sum(p * math.log(p) for p in [*probs, rest] if p > 0.0)
 
 
+#: How far above 0 a logprob may be and still count as the log of a probability: float32 rounding can
+#: put the most likely token a hair above 0 (the tolerance the OpenAI-compatible backend allows).
+LOGPROB_SLACK = 1e-3
+
+
+def is_logprob(value: object) -> bool:
+    """Whether ``value`` is the natural log of a probability: a number <= 0 (but for
+    :data:`LOGPROB_SLACK`), and finite: a greedy decoder never picks a token of probability 0."""
+    number = isinstance(value, int | float) and not isinstance(value, bool)
+    return number and math.isfinite(value) and value <= LOGPROB_SLACK
+
+
 def token_texts(pieces: list[bytes]) -> list[str]:
     """Each token's text, given its bytes, such that the texts join to exactly the decoded whole.
 
@@ -159,7 +171,9 @@ class LM(ABC):
         )
         start = time.perf_counter()
         call = self._complete(request)
-        call.seconds = time.perf_counter() - start
+        seconds = time.perf_counter() - start
+        check_reply(self, call, "_complete", request.logprobs)
+        call.seconds = seconds
         return call
 
     @abstractmethod
@@ -174,7 +188,9 @@ class LM(ABC):
         request = ChatRequest([dict(m) for m in messages], [dict(t) for t in tools], max_tokens, purpose)
         start = time.perf_counter()
         call = self._chat(request)
-        call.seconds = time.perf_counter() - start
+        seconds = time.perf_counter() - start
+        check_reply(self, call, "_chat")
+        call.seconds = seconds
         return call
 
     def _chat(self, request: ChatRequest) -> LMCall:
@@ -207,6 +223,41 @@ class LM(ABC):
 
     def close(self) -> None:
         """Release the model."""
+
+
+def check_reply(lm: LM, call: object, method: str, logprobs: bool = False) -> None:
+    """Refuse (LMError naming ``lm``) a reply of its ``method`` that is not an LMCall with a text,
+    or, ``logprobs`` asked for, one without them right. Every backend's reply passes here
+    (:meth:`LM.generate`, :meth:`LM.chat`), so a plugin's mistake is that probe's error, never an
+    AttributeError deep in a strategy, nor a confidence trigger that silently never fires."""
+    if not isinstance(call, LMCall):
+        raise LMError(f"LM {lm.name}: {method} returned {type(call).__name__}, not an LMCall")
+    if not isinstance(call.text, str):
+        what = type(call.text).__name__
+        raise LMError(f"LM {lm.name}: {method} returned an LMCall whose text is {what}, not str")
+    if logprobs:
+        _check_logprobs(lm, call)
+
+
+def _check_logprobs(lm: LM, call: LMCall) -> None:
+    """Refuse (LMError) a reply to a request for per-token logprobs that lacks them, or holds
+    other than one log-probability per token: a confidence trigger skips a draft without them
+    (it would never retrieve) and misjudges one whose values are not probabilities."""
+    asked = f"LM {lm.name}: asked for per-token logprobs, returned"
+    if call.logprobs is None:
+        # An LM that says it serves none may answer without them (a strategy needing them was refused).
+        if lm.supports_logprobs:
+            raise LMError(f"{asked} none")
+        return
+    if not isinstance(call.tokens, list) or not isinstance(call.logprobs, list):
+        raise LMError(f"{asked} tokens and logprobs that are not lists")
+    if call.text and not call.tokens:
+        raise LMError(f"{asked} no tokens for the text {call.text[:40]!r}")
+    if len(call.logprobs) != len(call.tokens):
+        raise LMError(f"{asked} {len(call.logprobs)} for {len(call.tokens)} tokens (one per token)")
+    for value in call.logprobs:
+        if not is_logprob(value):
+            raise LMError(f"{asked} {value!r} ({type(value).__name__}), not the log of a probability (a float <= 0)")
 
 
 class WrappedLM(LM):

@@ -3,7 +3,7 @@
 An installed package declares them as entry points, loaded only when their name is asked for:
 
 - ``flarebench.strategies``: NAME = a Strategy subclass (``--strategy NAME``);
-- ``flarebench.lms``: NAME = an LM subclass built as ``cls(ARG)`` (``--lm NAME:ARG``);
+- ``flarebench.lms``: NAME = an LM subclass built as ``cls(ARG)`` (``--lm NAME:ARG``) or ``cls()`` (``--lm NAME``);
 - ``flarebench.retrievers``: NAME = a Retriever subclass built as ``cls(corpus)`` (``--retriever NAME``).
 
 ``--plugin MODULE|FILE.py`` imports a module for one run instead, whose ``@register``,

@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import dataclasses
 import json
+import re
 import subprocess
 import sys
 import textwrap
@@ -10,11 +12,15 @@ from pathlib import Path
 
 import pytest
 
+from flarebench.bench.runner import run_probe
 from flarebench.probes.model import Document
 from flarebench.strategies import expand, get, names, plugins
 from flarebench.strategies.backends import make_lm, make_retriever
 from flarebench.strategies.lm import LMError, Prompt
+from flarebench.strategies.records import Passage
 from flarebench.strategies.registry import SpecError
+from flarebench.strategies.retriever import Lookup, Retriever, RetrieverError
+from tests.scripted import ScriptedLM, run_cli
 
 # A plugin file as a team would write one: a strategy, an LM and a retriever, importing only flarebench.
 PLUGIN = '''
@@ -287,3 +293,360 @@ def test_an_entry_point_that_names_no_strategy_is_refused(tmp_path, monkeypatch,
     monkeypatch.syspath_prepend(str(tmp_path))
     with pytest.raises(SpecError, match="flarebench.strategies:odd names 'not a class', not a Strategy subclass"):
         get("odd")
+
+
+# Two retrievers as a team might write them, leaving `name` at its default: only the spec tells them apart.
+TWO_RETRIEVERS = """
+from flarebench.strategies.backends import register_retriever
+from flarebench.strategies.retriever import Retriever, as_passages
+
+
+@register_retriever("first3")
+class First(Retriever):
+    def __init__(self, corpus):
+        self.docs = as_passages(corpus)
+
+    def _search(self, query, k):
+        return self.docs[:k]
+
+
+@register_retriever("last3")
+class Last(Retriever):
+    def __init__(self, corpus):
+        self.docs = as_passages(corpus)
+
+    def _search(self, query, k):
+        return self.docs[-k:]
+"""
+
+
+@pytest.mark.slow
+def test_two_plugin_retrievers_are_told_apart_by_their_spec_in_the_config_and_the_cache(tmp_path, isolated_registry):
+    toy, retrievers = _plugin_file(tmp_path), tmp_path / "two_retrievers.py"
+    retrievers.write_text(TWO_RETRIEVERS, encoding="utf-8")
+    shared = ("--plugin", str(toy), "--plugin", str(retrievers), "--strategy", "plugin_toy", "--lm", "echo:Paris")
+    runs = {}
+    for spec in ("first3", "last3"):
+        run_dir = tmp_path / f"run-{spec}"
+        code, _, err = run_cli(
+            "run", *shared, "--retriever", spec, "--limit", "1", "--cache", str(tmp_path / "cache"),
+            "--report-dir", str(run_dir),
+        )  # fmt: skip
+        assert code == 0, err
+        trace = json.loads((run_dir / "traces.jsonl").read_text())
+        retrieval = trace["steps"][0]["retrievals"][0]
+        runs[spec] = json.loads((run_dir / "run.json").read_text())["config"]["retriever"], retrieval
+    assert runs["first3"][0] == {"name": "first3"} and runs["last3"][0] == {"name": "last3"}
+    # The second run searched its own retriever, not the cache's entry for the first one's query.
+    first, last = (runs[spec][1] for spec in ("first3", "last3"))
+    assert not last["cached"] and first["doc_ids"] != last["doc_ids"]
+
+
+# An LM whose replies break the LMCall contract as its `arg` says.
+BAD_REPLIES = """
+from flarebench.strategies.backends import register_lm
+from flarebench.strategies.lm import LM
+from flarebench.strategies.records import LMCall
+
+
+@register_lm("bad_reply")
+class BadReply(LM):
+    def __init__(self, arg):
+        self.arg = arg
+
+    def _complete(self, request):
+        text = None if self.arg == "no_text" else " So the answer is x."
+        call = LMCall(request.purpose, 7, 7, 1, text, "stop", 0.0, [text], [0.0] if request.logprobs else None)
+        if self.arg == "no_logprobs":
+            call.logprobs = None
+        return {"str": "hello", "none": None}.get(self.arg, call)
+"""
+
+
+@pytest.mark.parametrize(
+    ("arg", "said"),
+    [
+        ("str", "_complete returned str, not an LMCall"),
+        ("none", "_complete returned NoneType, not an LMCall"),
+        ("no_text", "_complete returned an LMCall whose text is NoneType, not str"),
+        ("no_logprobs", "asked for per-token logprobs, returned none"),
+    ],
+)
+def test_an_lm_reply_that_breaks_the_lmcall_contract_is_an_lm_error_naming_it(tmp_path, isolated_registry, arg, said):
+    (tmp_path / "bad_reply.py").write_text(BAD_REPLIES, encoding="utf-8")
+    plugins.load(str(tmp_path / "bad_reply.py"))
+    with pytest.raises(LMError, match=f"^LM bad_reply:{arg}: {re.escape(said)}$"):
+        make_lm(f"bad_reply:{arg}").generate(PROMPT, 4, logprobs=True)
+
+
+class _Found(Retriever):
+    """Returns what ``found(docs, k)`` makes of its corpus, right or not."""
+
+    name = "found"
+    docs = [Passage(f"d{i}", "T", "x") for i in range(1, 6)]
+
+    def __init__(self, found):
+        self.found = found
+
+    def _search(self, query, k):
+        return self.found(self.docs, k)
+
+
+class _OwnLookup(_Found):
+    """Searches in a lookup of its own (as a reranker does), bypassing ``_search``."""
+
+    def lookup(self, query, k):
+        return Lookup(self.found(self.docs, k), 0.0)
+
+
+@dataclasses.dataclass
+class _Probe:
+    id: str
+    question: str
+
+
+CONTRACT = "retriever found: a search returns a list of at most k Passage objects with distinct ids; "
+
+
+@pytest.mark.parametrize("retriever", [_Found, _OwnLookup])
+@pytest.mark.parametrize(
+    ("found", "said"),
+    [
+        (lambda docs, k: docs[: k + 1], "returned 4 for k=3"),  # recall counted over more than k documents
+        (lambda docs, k: docs[:1] * 2, "returned 'd1' twice"),
+        (lambda docs, k: [vars(d) for d in docs[:k]], "returned a list holding dict"),
+        (lambda docs, k: docs[0].id, "returned str"),
+        (lambda docs, k: [Passage(1, "T", "x")], "returned a Passage whose id is int, not str"),
+    ],
+)
+def test_a_search_returning_what_a_search_may_not_is_that_probes_error_naming_the_retriever(retriever, found, said):
+    with pytest.raises(RetrieverError, match=f"^{re.escape(CONTRACT + said)}$"):
+        retriever(found).search("q", 3)
+    trace = run_probe("single_time", get("single_time")(), _Probe("p1", "q"), ScriptedLM(["x"]), retriever(found))
+    assert trace.stop_reason == "error" and trace.error.startswith(f"RetrieverError: {CONTRACT}{said} (")
+    assert [p.id for p in retriever(lambda docs, k: docs[:k]).search("q", 3)[0]] == ["d1", "d2", "d3"]
+
+
+def test_a_lookup_of_its_own_that_returns_no_lookup_is_an_error_naming_the_retriever():
+    class ListLookup(_Found):
+        def lookup(self, query, k):
+            return self.found(self.docs, k)
+
+    with pytest.raises(RetrieverError, match="^retriever found: lookup returned list, not a Lookup$"):
+        ListLookup(lambda docs, k: docs[:k]).search("q", 3)
+
+
+# Backends whose construction or describe() goes wrong, each as a plugin author might write it.
+BAD_BACKENDS = """
+from pathlib import Path
+
+from flarebench.strategies.backends import register_lm, register_retriever
+from flarebench.strategies.lm import LM
+from flarebench.strategies.retriever import Retriever
+
+
+class Quiet(LM):
+    def _complete(self, request):
+        raise AssertionError("never called")
+
+
+@register_lm("wants_url")
+class WantsUrl(Quiet):
+    def __init__(self, arg):
+        raise ValueError(f"bad arg {arg!r}: expected a URL")
+
+
+@register_lm("no_gpu")
+class NoGpu(Quiet):
+    def __init__(self, arg):
+        raise RuntimeError("no GPU")
+
+
+@register_lm("no_arg")
+class NoArg(Quiet):
+    def __init__(self):
+        self.ready = True
+
+
+@register_lm("path_lm")
+class PathLM(Quiet):
+    def describe(self):
+        return {"name": self.name, "file": Path("model.bin")}
+
+
+@register_lm("own_name")
+class OwnName(Quiet):
+    def describe(self):
+        return {"name": "my-model"}
+
+
+@register_retriever("needs_url")
+class NeedsUrl(Retriever):
+    def __init__(self, corpus, url):
+        self.url = url
+
+    def _search(self, query, k):
+        return []
+
+
+@register_retriever("path_index")
+class PathIndex(Retriever):
+    def __init__(self, corpus):
+        self.index = Path("index")
+
+    def _search(self, query, k):
+        return []
+
+    def describe(self):
+        return {"name": self.name, "index": self.index}
+"""
+
+
+@pytest.mark.parametrize(
+    ("flag", "given", "message"),
+    [
+        ("--lm", "wants_url:x", "--lm wants_url:x: WantsUrl: ValueError: bad arg 'x': expected a URL"),
+        ("--lm", "no_gpu:x", "--lm no_gpu:x: NoGpu: RuntimeError: no GPU"),
+        (
+            "--lm",
+            "no_arg:x",
+            "--lm no_arg:x: NoArg: cannot be built as NoArg('x') for --lm NAME:ARG: too many positional arguments",
+        ),
+        (
+            "--lm",
+            "wants_url",
+            "--lm wants_url: WantsUrl: cannot be built as WantsUrl() for --lm NAME without :ARG: "
+            "missing a required argument: 'arg'",
+        ),
+        (
+            "--lm",
+            "path_lm",
+            "--lm path_lm: PathLM: describe() cannot be written to run.json "
+            "(Object of type PosixPath is not JSON serializable)",
+        ),
+        (
+            "--lm",
+            "own_name",
+            "--lm own_name: OwnName: describe() must hold name 'own_name' (the spec, which tells its results "
+            "apart), got 'my-model'",
+        ),
+        (
+            "--retriever",
+            "needs_url",
+            "--retriever needs_url: NeedsUrl: cannot be built as NeedsUrl(corpus): missing a required argument: 'url'",
+        ),
+        (
+            "--retriever",
+            "path_index",
+            "--retriever path_index: PathIndex: describe() cannot be written to run.json "
+            "(Object of type PosixPath is not JSON serializable)",
+        ),
+    ],
+)
+def test_a_backend_that_cannot_be_built_is_one_line_naming_its_spec_and_class(
+    tmp_path, isolated_registry, flag, given, message
+):
+    plugin = tmp_path / "bad_backends.py"
+    plugin.write_text(BAD_BACKENDS, encoding="utf-8")
+    plugins.load(str(plugin))
+    with pytest.raises(LMError if flag == "--lm" else ValueError) as e:
+        make_lm(given) if flag == "--lm" else make_retriever(given, [DOC])
+    assert str(e.value) == message
+    # The command stops before the run starts, in that one line.
+    code, _, err = run_cli("run", "--plugin", str(plugin), flag, given, "--report-dir", str(tmp_path / "run"))
+    assert (code, err) == (2, f"flarebench: {message}\n") and not (tmp_path / "run").exists()
+
+
+def test_an_lm_spec_without_arg_builds_the_class_without_one(tmp_path, isolated_registry):
+    plugin = tmp_path / "bad_backends.py"
+    plugin.write_text(BAD_BACKENDS, encoding="utf-8")
+    plugins.load(str(plugin))
+    lm = make_lm("no_arg")
+    assert lm.ready and lm.describe() == {"name": "no_arg"}
+
+
+_STRATEGY = "from dataclasses import dataclass, field\nfrom flarebench.strategies import Strategy, register\n"
+
+# Plugin strategies whose author got something wrong that flarebench can tell, each with the one line it says.
+FAULTY_STRATEGIES = {
+    "inherits.py": (
+        _STRATEGY
+        + "@register('s_nodc')\nclass S(Strategy):\n    theta: float = 0.5\n    def run(self, q, lm, r): ...\n",
+        "s_nodc:theta=0.9",
+        "--plugin {plugin}: strategy 's_nodc': S must be a dataclass itself (@dataclass under @register), else its "
+        "fields are no parameters: theta",
+    ),
+    "listparam.py": (
+        _STRATEGY + "@register('s_list')\n@dataclass\nclass S(Strategy):\n"
+        "    words: list[str] = field(default_factory=list)\n    def run(self, q, lm, r): ...\n",
+        "s_list:words=abc",
+        "--plugin {plugin}: strategy 's_list': S.words: a spec cannot set a parameter of type list[str] (bool, int, "
+        "float, str, a Literal of strings, or one of them | None)",
+    ),
+    "typechecking.py": (
+        "from __future__ import annotations\nfrom typing import TYPE_CHECKING\n"
+        + _STRATEGY
+        + "if TYPE_CHECKING:\n    from team.modes import Mode\n"
+        "@register('s_tc')\n@dataclass\nclass S(Strategy):\n    mode: Mode | None = None\n"
+        "    def run(self, q, lm, r): ...\n",
+        "s_tc",
+        "--plugin {plugin}: strategy 's_tc': S.mode: its type 'Mode | None' cannot be resolved at run time "
+        "(NameError: name 'Mode' is not defined); import what it names outside `if TYPE_CHECKING:`",
+    ),
+    "asserts.py": (
+        _STRATEGY + "@register('s_assert')\n@dataclass\nclass S(Strategy):\n    theta: float = 0.5\n"
+        "    def validate(self):\n        assert 0 <= self.theta <= 1, 'theta must be in [0, 1]'\n"
+        "    def run(self, q, lm, r): ...\n",
+        "s_assert:theta=2",
+        "s_assert:theta=2: theta must be in [0, 1]",
+    ),
+    "typeerror.py": (
+        _STRATEGY + "@register('s_typeerr')\n@dataclass\nclass S(Strategy):\n    theta: float = 0.5\n"
+        "    def validate(self):\n        if self.theta > 1:\n            raise TypeError('theta must be <= 1')\n"
+        "    def run(self, q, lm, r): ...\n",
+        "s_typeerr:theta=2",
+        "s_typeerr:theta=2: theta must be <= 1",
+    ),
+    "needs.py": (
+        _STRATEGY + "@register('s_needs')\n@dataclass\nclass S(Strategy):\n"
+        "    def needs(self):\n        return frozenset({'logprob'})\n    def run(self, q, lm, r): ...\n",
+        "s_needs",
+        "s_needs: S.needs() names unknown capability 'logprob'; known: logprobs, top_logprobs, logit_bias, tools, chat",
+    ),
+}
+
+
+@pytest.mark.parametrize("plugin", FAULTY_STRATEGIES)
+def test_a_plugin_strategy_its_author_got_wrong_stops_the_run_in_one_line(tmp_path, plugin):
+    # Each was a traceback, or ran wrong: theta and words silently not (or mis-)set, needs() refused unnamed.
+    text, spec, message = FAULTY_STRATEGIES[plugin]
+    (tmp_path / plugin).write_text(text, encoding="utf-8")
+    r = _flarebench(
+        "run",
+        "--plugin",
+        plugin,
+        "--strategy",
+        spec,
+        "--limit",
+        "1",
+        "--report-dir",
+        str(tmp_path / "run"),
+        cwd=tmp_path,
+    )
+    assert (r.returncode, r.stderr) == (2, f"flarebench: {message.format(plugin=plugin)}\n")
+    assert _written(tmp_path) == {plugin}  # nothing written
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("plugin", ["typechecking.py", "asserts.py"])
+def test_pytest_bench_takes_a_plugin_strategy_its_author_got_wrong_as_a_usage_error(tmp_path, plugin):
+    text, spec, message = FAULTY_STRATEGIES[plugin]
+    (tmp_path / plugin).write_text(text, encoding="utf-8")
+    r = subprocess.run(
+        [sys.executable, "-m", "pytest", "bench", "-p", "no:cacheprovider", "--collect-only", "--plugin", plugin,
+         "--strategy", spec],
+        cwd=tmp_path, capture_output=True, text=True,
+    )  # fmt: skip
+    assert r.returncode == 4 and "INTERNALERROR" not in r.stdout + r.stderr
+    assert r.stderr.strip().splitlines() == [f"ERROR: {message.format(plugin=plugin)}"]
+    assert _written(tmp_path) == {plugin}

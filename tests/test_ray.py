@@ -221,8 +221,9 @@ def test_every_worker_lost_stops_the_run_in_one_line(cluster, tmp_path):
     stopped = subprocess.run(cmd, env=env, capture_output=True, text=True, timeout=300)
     assert stopped.returncode == 3, stopped.stderr[-3000:]
     assert stopped.stderr.strip().splitlines()[-1] == (
-        "flarebench: every Ray worker was lost (first: its backends could not be built: RuntimeError: this worker "
-        "cannot build its LM); finished probes are kept; run the same command to resume"
+        "flarebench: every Ray worker was lost (first: its backends could not be built: --lm "
+        "probeaware:0/worker_fails: SlowProbeAwareLM: RuntimeError: this worker cannot build its LM); finished "
+        "probes are kept; run the same command to resume"
     )
     # Nothing of Ray's on either stream: its "(raylet) Task ... failed" lines, each with the
     # worker's traceback, once per retry, went to stdout.

@@ -5,9 +5,11 @@ import dataclasses
 import json
 import os
 import pathlib
+import re
 import socket
 import subprocess
 import sys
+from typing import Any, ClassVar
 
 import pytest
 
@@ -19,13 +21,14 @@ from flarebench.bench.runner import (
     TraceLog,
     check_compatible,
     run_strategy,
+    warm_up,
 )
 from flarebench.bench.session import BenchSession, ConfigError
 from flarebench.bench.topk import RecordTopK
 from flarebench.strategies.base import Strategy, finish
 from flarebench.strategies.lm import Prompt
 from flarebench.strategies.records import Step
-from tests.scripted import ScriptedLM, run_cli
+from tests.scripted import ScriptedLM, ScriptedRetriever, run_cli
 
 
 @dataclasses.dataclass
@@ -328,3 +331,56 @@ def test_every_run_evaluates_its_prompt_prefixes_before_any_probe_is_timed(tmp_p
     assert warm["prefixes"] >= 2 and warm["seconds"] >= 0  # single_time's prompt and FLARE's own
     assert lm.purposes[: warm["prefixes"]] == ["warm_up"] * warm["prefixes"]
     assert "warm_up" not in lm.purposes[warm["prefixes"] :]
+
+
+@dataclasses.dataclass
+class Returns(Strategy):
+    """Returns ``value`` for every question, whatever it is (a plugin's mistake)."""
+
+    name: ClassVar[str] = "_test_returns"
+    value: Any = None
+
+    def run(self, question, lm, retriever):
+        return self.value
+
+
+@pytest.mark.parametrize(("value", "kind"), [("an answer", "str"), (None, "NoneType")])
+def test_a_strategy_run_returning_no_trace_is_that_probes_error(tmp_path, value, kind):
+    log = TraceLog(tmp_path / "traces.jsonl")
+    traces = list(run_strategy("_test_returns", Returns(value=value), PROBES, ScriptedLM(["x"]), None, log))
+    error = f"_test_returns.run returned {kind}, not a Trace"
+    assert [(t.stop_reason, t.error) for t in traces] == [("error", error)] * 3
+    assert [t.probe_id for t in log.read()] == ["p1", "p2", "p3"]
+
+
+def test_an_lm_failing_with_its_own_exception_at_warm_up_is_one_line_and_each_probes_error(tmp_path, monkeypatch):
+    # As in a probe, where such an exception is that probe's error: the run goes on, said once at warm-up.
+    class Raising(ScriptedLM):
+        def _complete(self, request):
+            raise RuntimeError("boom")
+
+    lm = Raising(["x"])
+    monkeypatch.setattr("flarebench.bench.recipe.make_lm", lambda *args, **kwargs: lm)
+    run_dir = tmp_path / "run"
+    specs = ("--strategy", "no_retrieval", "--strategy", "single_time")
+    code, _, err = run_cli("run", *specs, "--limit", "1", "--report-dir", str(run_dir))
+    said = [line for line in err.splitlines() if line.startswith("flarebench: ")]  # not the progress bars
+    assert code == 1 and "Traceback" not in err
+    where, goes_on = r"\(test_runner\.py:\d+\)", "the run goes on, its probes record their errors"
+    note = rf"flarebench: warm-up: LM scripted: RuntimeError: boom {where}; {goes_on}"
+    assert re.fullmatch(note, said[0])
+    assert said[1:] == ["flarebench: failed: no_retrieval, single_time"]
+    traces = TraceLog(run_dir / "traces.jsonl").read()
+    assert [t.error.split(" (")[0] for t in traces] == ["RuntimeError: boom"] * 2
+
+
+def test_a_strategy_warm_up_returning_no_lm_call_is_said_and_the_warm_up_goes_on(capsys):
+    @dataclasses.dataclass
+    class WarmsWrong(Returns):
+        def warm_up(self, lm):
+            return "warm"
+
+    warmed = warm_up({"_test_returns": WarmsWrong()}, ScriptedLM(["x"]), ScriptedRetriever([["d1"]]))
+    assert warmed["prefixes"] == 1  # the LM's own prefix, evaluated
+    said = capsys.readouterr().err
+    assert said.startswith("flarebench: warm-up: _test_returns.warm_up: TypeError: returned str, not an LMCall or None")

@@ -7,6 +7,7 @@ from __future__ import annotations
 import dataclasses
 import json
 import math
+import re
 
 import pytest
 
@@ -15,7 +16,7 @@ from flarebench.bench.confidence import gate_record, gate_summary
 from flarebench.bench.runner import StrategyRefused, check_compatible
 from flarebench.strategies.base import Strategy
 from flarebench.strategies.flare_direct import ABSTENTION, QUESTION_PROMPT, QUESTION_QUERY, QUESTION_STOP, FlareDirect
-from flarebench.strategies.lm import Prompt, topk_entropy
+from flarebench.strategies.lm import LMError, Prompt, topk_entropy
 from flarebench.strategies.records import LOW_CONFIDENCE, LMCall, Step, Trace
 from flarebench.strategies.registry import SpecError, parse_spec
 from flarebench.strategies.triggers import fires_high, names, parse_self_check, top_margin
@@ -406,3 +407,39 @@ def test_an_entropy_gate_record_takes_the_highest_score_and_its_auroc_is_oriente
     out = gate_summary([0.5, 1.0, 2.5, 3.0], [False, False, True, True], [1, 1, 0, 0], [True] * 4)
     assert out["gate_auroc"] == 1.0 and out["gate_fire_wrong"] == 1.0 and out["gate_fire_right"] == 0.0
     assert gate_summary([0.5, 1.0, 2.5, 3.0], [False] * 4, [1, 1, 0, 0])["gate_auroc"] == 0.0  # unoriented
+
+
+class _Spoiled(ScriptedLM):
+    """Replies as ScriptedLM, then spoils each reply's per-token logprobs with ``spoil(call)``."""
+
+    def __init__(self, script, spoil, supports_logprobs=True):
+        super().__init__(script, supports_logprobs)
+        self.spoil = spoil
+
+    def _complete(self, request):
+        call = super()._complete(request)
+        self.spoil(call)
+        return call
+
+
+SPOILED = {
+    "none": (lambda c: setattr(c, "logprobs", None), "none"),
+    "short": (lambda c: c.logprobs.pop(), "5 for 6 tokens (one per token)"),
+    "positive": (lambda c: c.logprobs.__setitem__(0, 0.5), "0.5 (float), not the log of a probability"),
+    "nan": (lambda c: c.logprobs.__setitem__(0, math.nan), "nan (float), not the log of a probability"),
+    "no_tokens": (lambda c: (c.tokens.clear(), c.logprobs.clear()), "no tokens for the text ' So the answer is"),
+}
+
+
+@pytest.mark.parametrize("strategy", ["flare_direct", "adaptive", "flare_direct:trigger=mean_logprob"])
+@pytest.mark.parametrize("spoiled", SPOILED)
+def test_a_draft_without_one_logprob_per_token_is_an_error_not_a_trigger_that_never_fires(strategy, spoiled):
+    # Left to the trigger, such a draft would be skipped (never judged: never retrieving) or misjudged.
+    spoil, said = SPOILED[spoiled]
+    with pytest.raises(LMError, match=f"^LM scripted: asked for per-token logprobs, returned {re.escape(said)}"):
+        run(strategy, [FINAL], lm=_Spoiled([FINAL], spoil))
+
+
+def test_an_lm_that_offers_no_logprobs_may_answer_a_request_for_them_without():
+    lm = _Spoiled([FINAL], SPOILED["none"][0], supports_logprobs=False)
+    assert lm.generate(Prompt("", "q"), 8, logprobs=True).logprobs is None
