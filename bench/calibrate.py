@@ -38,7 +38,11 @@ CALIBRATION_CSV = "calibration.csv"
 #: What a dev point records besides the goal's metrics.
 DEV_METRICS = ("retrieval_rate", "f1", "em", "lm_calls_per_q")
 
-_GOAL = re.compile(r"^\s*([A-Za-z_][A-Za-z0-9_]*)\s*(<=|>=|=)\s*([-+0-9.eE]+)\s*$")
+# nan and inf are read as numbers here, so that they are refused as not finite rather than as
+# misspelt goals.
+_GOAL = re.compile(r"^\s*([A-Za-z_][A-Za-z0-9_]*)\s*(<=|>=|=)\s*([-+0-9.eE]+|[-+]?(?:nan|inf(?:inity)?))\s*$", re.I)
+#: How a goal is written, as a refusal says it.
+GOAL_FORMS = "METRIC=VALUE, METRIC<=VALUE or METRIC>=VALUE"
 
 
 class CalibrationError(ValueError):
@@ -112,20 +116,25 @@ def parse_goal(text: str, objective: str | None, option: str) -> Goal:
     """``METRIC=V`` (a target) or ``METRIC<=V`` / ``METRIC>=V`` (a budget, ``objective`` default
     f1), its metrics checked against the summary columns the scorers declare (long-answer ones
     included); a CalibrationError naming ``option``. The objective is maximised, or minimised where
-    its column declares lower values better."""
+    its column declares lower values better.
+
+    Refused besides: a value that is not a finite number, one outside 0 and 1 on a column within
+    them, a negative one, and a budget on the objective itself. A budget may bound its column either
+    way: a floor on a lower-is-better column (``retrieval_rate>=0.2``: retrieve for at least a fifth
+    of the sentences) or a cap on a higher-is-better one is a constraint like any other."""
     from flarebench.bench.scorers.registry import LOWER, columns, scorers
 
     m = _GOAL.match(text or "")
     if not m:
-        raise CalibrationError(f"{option}: expected METRIC=VALUE or METRIC<=VALUE, got {text!r}")
+        raise CalibrationError(f"{option}: expected {GOAL_FORMS}, got {text!r}")
     metric, op, raw = m.groups()
     try:
         value = float(raw)
     except ValueError:
         raise CalibrationError(f"{option}: {raw!r} is not a number") from None
+    if not math.isfinite(value):
+        raise CalibrationError(f"{option}: {raw!r} is not a finite number")
     better = {c.name: c.better for c in columns()}
-    if is_share(metric) and not 0.0 <= value <= 1.0:  # 30 for 30%, say
-        raise CalibrationError(f"{option}: {metric} lies within 0 and 1, got {value:g}")
     comparing = {c.name for s in scorers() if s.name in _COMPARING for c in s.columns}
     for flag, name in ((option, metric), ("--objective", objective)):
         if name is None:
@@ -137,14 +146,46 @@ def parse_goal(text: str, objective: str | None, option: str) -> Goal:
                 f"{flag}: {name} compares with other strategies, which a dev point does not run; use a "
                 "column of the strategy's own (prompt_tokens_per_q, cost_per_q, retrieval_rate, ...)"
             )
+    if is_share(metric) and not 0.0 <= value <= 1.0:  # 30 for 30%, say
+        raise CalibrationError(f"{option}: {metric} lies within 0 and 1, got {value:g}")
+    # The columns of a strategy's own count, measure or share something (only those comparing with
+    # another strategy, refused above, go below 0): a negative goal could never be met.
+    if value < 0:
+        raise CalibrationError(f"{option}: {metric} cannot be negative, got {value:g}")
     if op == "=" and objective is not None:
         raise CalibrationError(f"--objective needs a budget ({metric}<={value:g}), not a target ({text})")
     if op == "=":
         return Goal(metric, op, value)
+    if metric == (objective or "f1"):
+        # Made best and bounded at once, it would be a target (a cap) or no bound at all (a floor).
+        given = "" if objective else " (the default objective)"
+        raise CalibrationError(
+            f"{option}: {metric} is the objective too{given}; bound another column (retrieval_rate, "
+            f"prompt_tokens_per_q, ...), or aim at it as a target ({metric}={value:g})"
+        )
     objective = objective or "f1"
     if better[objective] is None:
         raise CalibrationError(f"--objective: {objective} has no better direction (it describes, it does not rank)")
     return Goal(metric, op, value, objective, lower=better[objective] == LOWER)
+
+
+#: The scorers whose columns only probes asking for long answers have (a set does not mix them).
+_LONG_ONLY = ("facts",)
+
+
+def check_goal_fits(goal: Goal, probe_set: Any) -> None:
+    """Refuse a goal or objective on a column that only long probes have (``fact_recall``,
+    ``incomplete_or_wrong_rate``, ...) on a probe set without any: every dev point would miss it,
+    and the grid would run for nothing. ``probe_set``: a
+    :class:`flarebench.probes.model.ProbeSet` (its ``name`` and ``probes``)."""
+    from flarebench.bench.scorers.registry import scorers
+
+    long_only = {c.name for s in scorers() if s.name in _LONG_ONLY for c in s.columns}
+    if any(getattr(p, "answer_type", None) == "long" for p in probe_set.probes):
+        return
+    for name in (goal.metric, goal.objective):
+        if name in long_only:
+            raise CalibrationError(f"{name} needs long probes; {probe_set.name} has none")
 
 
 def check_split(dev_fraction: float, tolerance: float = 0.0, n_probes: int | None = None) -> None:
@@ -214,17 +255,51 @@ def knob_of(spec: str, param: str | None = None, values: Sequence[float] | None 
 def budget_plans(specs: Sequence[str], reference: str, bounds: bool = True) -> dict[str, Knob | None]:
     """``compare --budget``'s specs, each with the knob it is calibrated by (None: run as given):
     the user's specs, the delta reference (the delta, helped and harmed columns need it on the test
-    part too) and, unless not ``bounds``, the bound rows never and always (as in every comparison)."""
-    specs = list(dict.fromkeys([*specs, reference]))
-    return {spec: knob_of(spec) for spec in (with_bounds(specs) if bounds else specs)}
+    part too; a reference with a knob is calibrated as the others, and the deltas then compare with
+    its chosen spec) and, unless not ``bounds``, the bound rows never and always (as in every
+    comparison). Refused when no spec has a knob: the budget would bound nothing, and every row
+    would silently run on the test part alone."""
+    given = list(dict.fromkeys([*specs, reference]))
+    plans = {spec: knob_of(spec) for spec in (with_bounds(given) if bounds else given)}
+    if not any(plans.values()):
+        raise CalibrationError(
+            f"--budget: nothing to calibrate: {', '.join(given)} have no budget knob, or set it themselves; "
+            "compare them without --budget"
+        )
+    return plans
 
 
 def grid_specs(spec: str, knob: Knob) -> list[str]:
-    """The spec of every grid point, in grid order."""
+    """The spec of every grid point, in grid order; refused when ``spec`` sets the knob (or a
+    parameter that is the same, theta for threshold) itself: calibration chooses it."""
+    if given := [name for name in _ALIASES.get(knob.param, (knob.param,)) if sets_param(spec, (name,))]:
+        same = "" if given[0] == knob.param else f" (the same as {knob.param})"
+        raise CalibrationError(
+            f"{spec}: sets {given[0]}{same} itself, which calibrate chooses; leave it out of the spec"
+        )
+    return [with_param(spec, knob.param, value_text(v)) for v in knob.grid]
+
+
+def parse_values(text: str | None) -> list[float] | None:
+    """``--values V1,V2,...``: the grid to calibrate over, in order; None without the option (the
+    knob's own grid). An empty list or item, a value that is no finite number and one given twice
+    (``0.2,0.20``) are refused: each would silently change the grid searched."""
+    if text is None:
+        return None
+    items = [v.strip() for v in text.split(",")]
+    if not any(items):
+        raise CalibrationError(f"--values: no value given in {text!r}; leave --values out for the knob's own grid")
+    if not all(items):
+        raise CalibrationError(f"--values: an empty value in {text!r}")
     try:
-        return [with_param(spec, knob.param, value_text(v)) for v in knob.grid]
-    except SpecError as e:
-        raise CalibrationError(str(e)) from None
+        values = [float(v) for v in items]
+    except ValueError:
+        raise CalibrationError(f"--values: expected numbers separated by commas, got {text!r}") from None
+    if not all(math.isfinite(v) for v in values):
+        raise CalibrationError(f"--values: expected finite numbers, got {text!r}")
+    if len(set(values)) != len(values):
+        raise CalibrationError(f"--values: a value is given twice in {text!r}")
+    return values
 
 
 @dataclass
@@ -417,8 +492,9 @@ def missed_lines(table: pd.DataFrame, study: Mapping[str, Any]) -> list[str]:
 
 def calibration_lines(table: pd.DataFrame, study: Mapping[str, Any]) -> list[str]:
     """What a reader of a calibrated run must not miss: the strategies no value of whose knob met
-    the budget on dev, those that missed the goal on test, and the choices a tie decided."""
-    return infeasible_lines(study) + missed_lines(table, study) + flat_lines(study)
+    the budget on dev or could reach the target there, those that missed the goal on test, and the
+    choices a tie decided."""
+    return infeasible_lines(study) + unreached_lines(study) + missed_lines(table, study) + flat_lines(study)
 
 
 def infeasible_lines(study: Mapping[str, Any]) -> list[str]:
@@ -431,6 +507,42 @@ def infeasible_lines(study: Mapping[str, Any]) -> list[str]:
             lines.append(
                 f"{cal['base']}: no {cal['param']} met {goal.describe()} on dev (infeasible): {cal['param']}="
                 f"{value_text(cal['value'])}, the closest, was chosen ({goal.metric} {dev:.2f} on dev)"
+            )
+    return lines
+
+
+def unreached_lines(study: Mapping[str, Any]) -> list[str]:
+    """A line per strategy calibrated to a target beyond every figure its knob's values gave on dev
+    (all above it, or all below): the nearest was chosen, which may be far from the target; or,
+    when every value run gave the same figure, the knob changed nothing there at all."""
+    goal = Goal(**study["goal"])
+    if not goal.is_target:
+        return []
+    lines = []
+    for cal in study.get("calibration", []):
+        measured = [(p["value"], _number(p.get(goal.metric))) for p in cal["points"]]
+        measured = [(value, figure) for value, figure in measured if not math.isnan(figure)]
+        if not measured:
+            continue
+        figures = [figure for _, figure in measured]
+        low, high = min(figures), max(figures)
+        if low <= goal.value <= high:
+            continue
+        param, chosen = cal["param"], f"{cal['param']}={value_text(cal['value'])}"
+        values = sorted(value for value, _ in measured)
+        run = f"{param} {value_text(values[0])} to {value_text(values[-1])}, {len(values)} value"
+        run += "s run" if len(values) > 1 else " run"
+        if low == high and len(measured) > 1:
+            lines.append(
+                f"{cal['base']}: {goal.describe()} is out of reach on dev, where the knob changed nothing: every "
+                f"{param} run gave {goal.metric} {low:.3f} ({run}); {chosen} was chosen, but every value run did "
+                "the same there"
+            )
+        else:
+            lines.append(
+                f"{cal['base']}: {goal.describe()} lies beyond both ends of the grid on dev ({goal.metric} "
+                f"{low:.3f} to {high:.3f} over {run}): {chosen}, the nearest, was chosen "
+                f"({goal.metric} {_number(cal['dev'].get(goal.metric)):.3f} on dev)"
             )
     return lines
 

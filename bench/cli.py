@@ -122,7 +122,7 @@ def _compare(args: argparse.Namespace) -> int:
 
 
 def _calibrate(args: argparse.Namespace) -> int:
-    from flarebench.bench.calibrate import CalibrationError, knob_of, parse_goal
+    from flarebench.bench.calibrate import CalibrationError, knob_of, parse_goal, parse_values
     from flarebench.strategies.registry import expand
 
     args.target = _once(args.target, "--target", "a calibration has one goal")
@@ -130,12 +130,11 @@ def _calibrate(args: argparse.Namespace) -> int:
     if not args.strategy:
         raise UserError("calibrate needs --strategy SPEC: the strategy whose budget knob is calibrated")
     if bool(args.target) == bool(args.budget):
-        raise UserError("calibrate needs one goal: --target METRIC=VALUE, or --objective METRIC --budget METRIC<=VALUE")
+        raise UserError(
+            "calibrate needs one goal: --target METRIC=VALUE, or --objective METRIC --budget METRIC<=VALUE (or >=)"
+        )
     try:
-        values = [float(v) for v in args.values.split(",") if v.strip()] if args.values else None
-    except ValueError:
-        raise UserError(f"--values: expected numbers separated by commas, got {args.values!r}") from None
-    try:
+        values = parse_values(args.values)
         goal = parse_goal(args.target or args.budget, args.objective, "--target" if args.target else "--budget")
         plans = {spec: knob_of(spec, args.param, values) for spec in expand(args.strategy)}
     except CalibrationError as e:
@@ -214,6 +213,8 @@ def _calibrated(args: argparse.Namespace, plans: dict, goal, kind: str, extra: d
                 + ")",
                 file=sys.stderr,
             )
+        # A reference with a knob was calibrated as the others: the delta columns compare with its chosen spec.
+        session.reference = chosen.get(session.reference, session.reference)
         final = [chosen.get(spec, spec) for spec in plans if spec in chosen or spec not in grids]
         for spec in final:
             traces = session.run(spec, test, f"test {spec}")
@@ -636,8 +637,8 @@ def _add_calibration_options(parser: argparse.ArgumentParser, budget_help: str) 
     parser.add_argument(
         "--objective",
         metavar="METRIC",
-        help="with a METRIC<=VALUE budget: the figure to make best: maximised, or minimised where lower is better "
-        "(incomplete_rate, latency_p95_s) (default: f1)",
+        help="with a METRIC<=VALUE or METRIC>=VALUE budget: the figure to make best: maximised, or minimised where "
+        "lower is better (incomplete_rate, latency_p95_s) (default: f1)",
     )
     parser.add_argument(
         "--dev-fraction",
@@ -724,8 +725,8 @@ def build_parser() -> argparse.ArgumentParser:
         budget_help=(
             "compare at a matched budget: calibrate every strategy's budget knob (a trigger's threshold, "
             "fixed_interval's interval, flare_instruct's search_bias) on a dev part to METRIC=VALUE (e.g. "
-            "retrieval_rate=0.5; or METRIC<=VALUE with --objective), then compare all on the test part; a spec "
-            "that sets its knob runs as given"
+            "retrieval_rate=0.5; or METRIC<=VALUE or METRIC>=VALUE with --objective), then compare all on the test "
+            "part; a spec that sets its knob runs as given"
         ),
     )
     calibrate = command(
@@ -754,7 +755,10 @@ def build_parser() -> argparse.ArgumentParser:
     _add_run_options(calibrate, hidden=GATE_FLAGS)
     _add_calibration_options(
         calibrate,
-        budget_help=("with --objective: the budget the chosen value must keep on dev, e.g. retrieval_rate<=0.5"),
+        budget_help=(
+            "with --objective: the budget the chosen value must keep on dev, a cap or a floor, e.g. "
+            "retrieval_rate<=0.5 or f1>=0.3"
+        ),
     )
     sweep = command(
         "sweep",

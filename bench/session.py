@@ -26,7 +26,7 @@ from tqdm import tqdm
 
 from flarebench.bench.adoption import ADOPTION_MD
 from flarebench.bench.bounds import with_bounds
-from flarebench.bench.calibrate import CALIBRATION_CSV
+from flarebench.bench.calibrate import CALIBRATION_CSV, CalibrationError, Goal, check_goal_fits
 from flarebench.bench.config import command_line, fingerprint, first_difference, run_config
 from flarebench.bench.gate import GATE_JSON, GateError, Gating
 from flarebench.bench.html import REPORT_HTML
@@ -193,6 +193,13 @@ class BenchSession:
             note = f"--probes {self.probes} is the shipped set, not the {kind} {hidden} here (give ./{hidden} for that)"
             print(f"flarebench: {note}", file=sys.stderr)
         self.selected = self.probe_set.probes[: self.limit] if self.limit else list(self.probe_set.probes)
+        if self.study and "goal" in self.study:
+            # A calibration's goal must be measurable on these probes (fact_recall needs long ones):
+            # refused before the model loads and the run folder opens.
+            try:
+                check_goal_fits(Goal(**self.study["goal"]), self.probe_set)
+            except CalibrationError as e:
+                raise ConfigError(str(e)) from None
         self.specs = expand(self.strategy)
         # Regression gates (bench/gate.py): with --gate or --save-baseline the latency reference runs first.
         try:

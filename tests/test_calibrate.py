@@ -2,6 +2,7 @@
 with real strategies answering through a scripted LM."""
 
 import math
+import re
 from dataclasses import asdict
 
 import pandas as pd
@@ -15,12 +16,16 @@ from flarebench.bench.calibrate import (
     calibrate,
     calibration_lines,
     calibration_table,
+    check_goal_fits,
     flat_lines,
+    grid_specs,
     infeasible_lines,
     knob_of,
     missed_lines,
     parse_goal,
+    parse_values,
     split,
+    unreached_lines,
 )
 from flarebench.bench.report import summary_frame
 from flarebench.probes.load import Probe
@@ -462,3 +467,245 @@ def test_a_time_goal_is_measured_on_dev_without_the_dev_cache(tmp_path, scripted
     assert code == 0, err
     assert "without the dev cache" not in err and (tmp_path / "rate" / DEV_CACHE).is_dir()
     assert len(calls) < cold  # every grid point drafts the same first sentences: the cache answers them
+
+
+# -- goals refused before anything runs ------------------------------------------------------------
+
+#: The columns within 0 and 1 whose definitions did not say "0-1", so that a goal on them was
+#: neither range-checked nor given the absolute tolerance.
+SHARES_UNDECLARED = (
+    "em_lenient",
+    "f1_lenient",
+    "recall_first_hop",
+    "recall_later_hops",
+    "incomplete_token_cap",
+    "incomplete_step_cap",
+    "incomplete_no_answer",
+    "incomplete_abstain",
+    "incomplete_empty",
+    "gate_auroc",
+    "gate_fire_right",
+    "gate_fire_wrong",
+)
+
+
+@pytest.mark.parametrize("column", SHARES_UNDECLARED)
+def test_a_goal_on_any_column_within_0_and_1_is_refused_outside_it_and_gets_an_absolute_tolerance(column):
+    with pytest.raises(CalibrationError, match=f"^--target: {column} lies within 0 and 1, got 30$"):
+        parse_goal(f"{column}=30", None, "--target")
+    assert Goal(column, "=", 0.5).allowed(0.1) == pytest.approx(0.1)  # not 10% of 0.5
+
+
+def test_a_budget_is_a_cap_or_a_floor_whichever_way_its_column_is_better():
+    # A floor on a lower-is-better column and a cap on a higher-is-better one are constraints like
+    # any other (retrieve for at least a fifth of the sentences; the cheapest point with f1 >= 0.3).
+    floor = parse_goal("retrieval_rate>=0.2", None, "--budget")
+    assert floor == Goal("retrieval_rate", ">=", 0.2, "f1") and floor.within(0.3) and not floor.within(0.1)
+    assert parse_goal("f1>=0.3", "retrieval_rate", "--budget") == Goal("f1", ">=", 0.3, "retrieval_rate", lower=True)
+    assert parse_goal("em<=0.2", "retrieval_rate", "--budget").op == "<="
+
+
+@pytest.mark.parametrize(
+    ("text", "objective", "message"),
+    [
+        ("retrieval_rate=>0.2", None, "--budget: expected METRIC=VALUE, METRIC<=VALUE or METRIC>=VALUE, got"),
+        ("f1<=nan", "retrieval_rate", "--budget: 'nan' is not a finite number"),
+        ("retrieval_rate=inf", None, "--budget: 'inf' is not a finite number"),
+        ("prompt_tokens_per_q>=-Infinity", None, "--budget: '-Infinity' is not a finite number"),
+        ("prompt_tokens_per_q<=-5", "f1", "--budget: prompt_tokens_per_q cannot be negative, got -5"),
+        ("latency_p95_s=-0.5", None, "--budget: latency_p95_s cannot be negative, got -0.5"),
+        # The objective bounded by itself: a cap makes the search a target, a floor bounds nothing.
+        ("f1<=0.3", "f1", "--budget: f1 is the objective too; bound another column"),
+        ("incomplete_rate>=0.1", "incomplete_rate", "--budget: incomplete_rate is the objective too"),
+        ("f1>=0.3", None, "--budget: f1 is the objective too (the default objective)"),
+        # A comparing column is refused as such, whatever its value.
+        ("helped=30", None, "--budget: helped compares with other strategies"),
+    ],
+)
+def test_a_goal_value_that_cannot_be_met_or_bounds_its_objective_is_refused(text, objective, message):
+    with pytest.raises(CalibrationError, match="^" + re.escape(message)) as e:
+        parse_goal(text, objective, "--budget")
+    assert "\n" not in str(e.value)
+
+
+def test_a_goal_on_a_long_answer_column_needs_long_probes():
+    from flarebench.probes.load import load_probe_set
+
+    short, long = load_probe_set("phantomwiki"), load_probe_set("phantomwiki_long")
+    for goal, column in [
+        (parse_goal("incomplete_or_wrong_rate<=0.3", None, "--budget"), "incomplete_or_wrong_rate"),
+        (parse_goal("retrieval_rate<=0.3", "fact_recall", "--budget"), "fact_recall"),
+        (parse_goal("wrong_version_rate=0.1", None, "--target"), "wrong_version_rate"),
+        (parse_goal("incomplete_facts_rate<=0.5", None, "--budget"), "incomplete_facts_rate"),
+    ]:
+        with pytest.raises(CalibrationError, match=f"^{column} needs long probes; phantomwiki has none$"):
+            check_goal_fits(goal, short)
+        check_goal_fits(goal, long)
+    check_goal_fits(parse_goal("retrieval_rate<=0.3", "f1", "--budget"), short)
+
+
+def test_a_budget_comparison_with_nothing_to_calibrate_is_refused():
+    for bounds in (True, False):
+        with pytest.raises(CalibrationError, match="^--budget: nothing to calibrate: single_time, no_retrieval have"):
+            budget_plans(["single_time", "no_retrieval"], "single_time", bounds=bounds)
+    # The reference alone may carry the knob: it is calibrated as the others.
+    plans = budget_plans(["single_time", "no_retrieval"], "flare_direct", bounds=False)
+    assert plans["flare_direct"] is not None
+
+
+def test_a_spec_setting_the_calibrated_parameter_is_refused_in_calibrations_words():
+    with pytest.raises(CalibrationError) as e:
+        grid_specs("flare_direct:k=3", knob_of("flare_direct", "k", [2, 4]))
+    assert str(e.value) == "flare_direct:k=3: sets k itself, which calibrate chooses; leave it out of the spec"
+    with pytest.raises(CalibrationError, match=r"sets threshold \(the same as theta\) itself"):
+        grid_specs("flare_direct:threshold=0.3", knob_of("flare_direct", "theta", [0.2, 0.4]))
+    assert grid_specs("flare_direct:k=3", knob_of("flare_direct", "beta", [0.2])) == ["flare_direct:k=3,beta=0.2"]
+
+
+@pytest.mark.parametrize(
+    ("text", "message"),
+    [
+        ("", "--values: no value given in ''; leave --values out for the knob's own grid"),
+        (" , ", "--values: no value given"),
+        ("0.2,,0.4", "--values: an empty value in '0.2,,0.4'"),
+        ("a,b", "--values: expected numbers separated by commas, got 'a,b'"),
+        ("0.2,nan", "--values: expected finite numbers, got '0.2,nan'"),
+        ("0.2,0.20", "--values: a value is given twice in '0.2,0.20'"),
+    ],
+)
+def test_a_values_list_that_would_change_the_grid_silently_is_refused(text, message):
+    with pytest.raises(CalibrationError, match="^" + re.escape(message)):
+        parse_values(text)
+
+
+def test_a_values_list_is_read_in_order():
+    assert parse_values(None) is None
+    assert parse_values(" 0.4, 0.2 ,1") == [0.4, 0.2, 1.0]
+
+
+@pytest.mark.parametrize(
+    ("argv", "message"),
+    [
+        (["calibrate", "--strategy", "flare_direct", "--target", "incomplete_no_answer=30"], "lies within 0 and 1"),
+        (
+            ["calibrate", "--strategy", "flare_direct", "--budget", "incomplete_or_wrong_rate<=0.3"],
+            "incomplete_or_wrong_rate needs long probes; phantomwiki has none",
+        ),
+        (
+            [
+                "calibrate",
+                "--strategy",
+                "flare_direct",
+                "--objective",
+                "fact_recall",
+                "--budget",
+                "retrieval_rate<=0.3",
+            ],
+            "fact_recall needs long probes; phantomwiki has none",
+        ),
+        (
+            ["compare", "--strategy", "flare_direct", "--strategy", "single_time", "--budget", "fact_recall>=0.5"],
+            "fact_recall needs long probes; phantomwiki has none",
+        ),
+        (["calibrate", "--strategy", "flare_direct", "--budget", "f1<=inf"], "'inf' is not a finite number"),
+        (
+            ["calibrate", "--strategy", "flare_direct", "--objective", "f1", "--budget", "f1<=0.3"],
+            "f1 is the objective too",
+        ),
+        (
+            ["calibrate", "--strategy", "flare_direct", "--objective", "f1", "--budget", "prompt_tokens_per_q<=-5"],
+            "prompt_tokens_per_q cannot be negative, got -5",
+        ),
+        (
+            ["compare", "--strategy", "single_time", "--strategy", "no_retrieval", "--budget", "retrieval_rate=0.5"],
+            "--budget: nothing to calibrate: single_time, no_retrieval have no budget knob",
+        ),
+        (
+            ["calibrate", "--strategy", "flare_direct", "--target", "retrieval_rate=0.5", "--values", ""],
+            "--values: no value given",
+        ),
+        (
+            ["calibrate", "--strategy", "flare_direct", "--target", "retrieval_rate=0.5", "--values", "0.2,0.20"],
+            "--values: a value is given twice",
+        ),
+        (
+            ["calibrate", "--strategy", "flare_direct:k=3", "--param", "k", "--values", "2,4"]
+            + ["--target", "retrieval_rate=0.5"],
+            "flare_direct:k=3: sets k itself, which calibrate chooses; leave it out of the spec",
+        ),
+    ],
+)
+def test_the_command_line_refuses_a_goal_it_cannot_meet_before_the_run_folder_opens(
+    argv, message, capsys, tmp_path, monkeypatch, scripted_lm
+):
+    from flarebench.bench.cli import main
+
+    monkeypatch.chdir(tmp_path)
+    assert main([*argv, "--limit", "8", "--report-dir", str(tmp_path / "run")]) == 2
+    err = capsys.readouterr().err
+    assert message in err and err.count("\n") == 1 and "Traceback" not in err
+    assert not (tmp_path / "run").exists()
+
+
+# -- what a calibration says about its choice ------------------------------------------------------
+
+
+def test_a_target_beyond_every_dev_figure_is_said():
+    target = Goal("retrieval_rate", "=", 0.5)
+
+    def study(rates, chosen, goal=target):
+        points = [{"value": v, "spec": f"flare_instruct:search_bias={v:g}", "retrieval_rate": r}
+                  for v, r in zip((0.0, 5.0, 10.0), rates)]  # fmt: skip
+        cal = {"base": "flare_instruct", "param": "search_bias", "value": chosen, "points": points,
+               "dev": {"retrieval_rate": rates[-1]}}  # fmt: skip
+        return {"goal": asdict(goal), "calibration": [cal]}
+
+    assert unreached_lines(study([0.0, 0.0, 0.0], 10.0)) == [
+        "flare_instruct: retrieval_rate=0.5 is out of reach on dev, where the knob changed nothing: every search_bias "
+        "run gave retrieval_rate 0.000 (search_bias 0 to 10, 3 values run); search_bias=10 was chosen, but every "
+        "value run did the same there"
+    ]
+    assert unreached_lines(study([0.1, 0.2, 0.3], 10.0)) == [
+        "flare_instruct: retrieval_rate=0.5 lies beyond both ends of the grid on dev (retrieval_rate 0.100 to 0.300 "
+        "over search_bias 0 to 10, 3 values run): search_bias=10, the nearest, was chosen (retrieval_rate 0.300 on dev)"
+    ]
+    assert unreached_lines(study([0.1, 0.4, 0.6], 5.0)) == []  # the target lies between two values
+    assert unreached_lines(study([0.5, 0.5, 0.5], 0.0)) == []  # met, flat as the knob is
+    assert unreached_lines(study([0.0, 0.0, 0.0], 0.0, Goal("retrieval_rate", "<=", 0.5, "f1"))) == []
+    table = pd.DataFrame({"missed": []})
+    assert calibration_lines(table, study([0.1, 0.2, 0.3], 10.0)) == unreached_lines(study([0.1, 0.2, 0.3], 10.0))
+
+
+@pytest.mark.slow
+def test_a_knob_that_changes_nothing_on_dev_is_said_in_the_notes(tmp_path, scripted_lm):
+    # The scripted LM never searches, whatever flare_instruct's search_bias: no value reaches the target.
+    from tests.scripted import run_cli
+
+    argv = ["calibrate", "--strategy", "flare_instruct", "--target", "retrieval_rate=0.5", "--limit", "8"]
+    code, out, err = run_cli(*argv, "--report-dir", str(tmp_path / "run"))
+    assert code == 0, err
+    notes = (tmp_path / "run" / "summary.md").read_text()
+    assert "flare_instruct: retrieval_rate=0.5 is out of reach on dev, where the knob changed nothing" in notes
+
+
+@pytest.mark.slow
+def test_a_calibrated_reference_is_compared_with_at_its_chosen_point(tmp_path, scripted_lm):
+    # The reference ran as flare_direct:theta=..., never as flare_direct: the delta columns were empty.
+    import json
+
+    from tests.scripted import run_cli
+
+    run_dir = tmp_path / "run"
+    argv = ["compare", "--budget", "retrieval_rate=0.5", "--strategy", "flare_direct", "--strategy", "single_time"]
+    code, out, err = run_cli(
+        *argv, "--reference", "flare_direct", "--no-bounds", "--limit", "8", "--report-dir", str(run_dir)
+    )
+    assert code == 0, err
+    [cal] = json.loads((run_dir / "run.json").read_text())["study"]["calibration"]
+    summary = pd.read_csv(run_dir / "summary.csv")
+    strategies = summary[summary["bound"].fillna("") != "oracle"]  # the oracle row is no strategy
+    assert list(strategies["strategy"]) == [cal["chosen"], "single_time"]
+    assert set(strategies["delta_reference"]) == {cal["chosen"]}
+    assert strategies["f1_delta"].notna().all()
+    assert json.loads((run_dir / "run.json").read_text())["scoring"]["reference"] == cal["chosen"]
+    assert "not in this run" not in out

@@ -192,3 +192,21 @@ def _trace(cached: bool):
         strategy="s",
         seconds=0.2,
     )
+
+
+def test_every_column_within_0_and_1_says_so_and_is_a_share():
+    # Column.share (its definition says "0-1") gives a calibration goal on the column its range
+    # check (retrieval_rate=30 for 30% is refused) and its absolute --budget-tolerance; a column
+    # within 0 and 1 whose definition did not say so was taken for a count.
+    shares = {c.name for c in registry.columns() if c.share}
+    assert shares == {
+        *("em", "f1", "em_lenient", "f1_lenient"),
+        *("recall", "recall_at_k", "recall_first_hop", "recall_later_hops", "faithfulness"),
+        *("fact_recall", "incomplete_facts_rate", "wrong_version_rate", "incomplete_or_wrong_rate"),
+        *("incomplete_rate", "incomplete_token_cap", "incomplete_step_cap", "incomplete_no_answer"),
+        *("incomplete_abstain", "incomplete_empty", "retrieval_rate", "triggered_share"),
+        *("cached_share", "harness_share", "gate_auroc", "gate_fire_right", "gate_fire_wrong"),
+        *("helped", "harmed", "unchanged"),
+    }
+    # Differences and ratios range wider: below 0 (worse than never, less than the reference) or above 1.
+    assert not shares & {"headroom_captured", "em_delta", "f1_delta", "tokens_rel_blended", "cost_rel_blended"}

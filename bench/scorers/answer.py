@@ -59,12 +59,12 @@ def answer_row(trace: Trace, probe: Any, row: Mapping[str, Any]) -> dict[str, An
     ),
     Column(
         "em_lenient",
-        "As em, but an output without a final-answer statement is scored on its last clause "
+        "As em, 0-1, but an output without a final-answer statement is scored on its last clause "
         "(the last sentence after its last colon, semicolon or is/are/was/were/be); such answers still count "
         "in incomplete_no_answer.",
         better=HIGHER,
     ),
-    Column("f1_lenient", "As f1, with the same last-clause fallback as em_lenient.", better=HIGHER),
+    Column("f1_lenient", "As f1, 0-1, with the same last-clause fallback as em_lenient.", better=HIGHER),
     order=20,
     scores_errors=True,
     per_probe=answer_row,

@@ -77,7 +77,7 @@ def gate_notes(summary: pd.DataFrame, scoring: Scoring) -> list[str]:
         "step) for telling right answers "
         "(em 1) from wrong ones (em 0): the chance that a random right answer is judged more confident than a random "
         "wrong one (a higher score; a lower one for triggers that fire high, entropy and self_check), ties 1/2. "
-        "1 = informative, 0.5 = chance, below 0.5 = inverted. A long answer is graded by its share of required "
+        "0-1: 1 = informative, 0.5 = chance, below 0.5 = inverted. A long answer is graded by its share of required "
         "facts (its f1): over pairs of answers of different shares, the chance that the one stating more is judged "
         "more confident (the concordance index; with em alone a small model's long answers, nearly never complete, "
         "would leave one class). Empty for strategies without a gate and when no two such answers differ (all right "
@@ -86,14 +86,14 @@ def gate_notes(summary: pd.DataFrame, scoring: Scoring) -> list[str]:
     ),
     Column(
         "gate_fire_right",
-        "Share of right answers (em 1) on which the gate fired at least once (a step's recorded "
+        "Share of right answers (em 1), 0-1, on which the gate fired at least once (a step's recorded "
         "score at or below the threshold the step recorded, at or above it for triggers that fire high); "
         "empty without a gate or right answers.",
         better=LOWER,
     ),
     Column(
         "gate_fire_wrong",
-        "Share of wrong answers (em 0) on which the gate fired at least once; a useful gate fires "
+        "Share of wrong answers (em 0), 0-1, on which the gate fired at least once; a useful gate fires "
         "far more often here than on right answers.",
         better=HIGHER,
     ),

@@ -94,7 +94,7 @@ def _note(scoring: Scoring) -> str:
 
 
 _EFFECT = (
-    "Share of the probes both this strategy and the reference (delta_reference) answered on which this "
+    "Share, 0-1, of the probes both this strategy and the reference (delta_reference) answered on which this "
     "strategy's f1 is {how} the reference's (errors count 0, as in f1_delta); the reference's own row "
     "{own}; empty when the reference is not in the run."
 )

@@ -60,15 +60,16 @@ def incomplete_row(trace: Trace, probe: Any, row: Mapping[str, Any]) -> dict[str
 
 
 _DOCS = {
-    "token_cap": "Share of probes cut by the token cap before a final-answer statement (a long answer: "
+    "token_cap": "Share of probes, 0-1, cut by the token cap before a final-answer statement (a long answer: "
     "before it stated every required fact).",
-    "step_cap": "Share of probes cut by an iteration cap (e.g. IRCoT's max_steps) before a final-answer statement.",
-    "no_answer": "Share of probes whose output ended (the model stopped) without a final-answer "
+    "step_cap": "Share of probes, 0-1, cut by an iteration cap (e.g. IRCoT's max_steps) before a final-answer "
+    "statement.",
+    "no_answer": "Share of probes, 0-1, whose output ended (the model stopped) without a final-answer "
     "statement; an answer then read from the last clause (see em_lenient) still counts here.",
-    "abstain": "Share of probes where the strategy abstained (FLARE direct with abstain on) or the "
+    "abstain": "Share of probes, 0-1, where the strategy abstained (FLARE direct with abstain on) or the "
     'answer declined to give one ("the answer is not in the documents", "cannot be determined", "no '
     'information", "I don\'t know"): such an answer is not a stated answer and scores 0.',
-    "empty": "Share of probes with an empty output.",
+    "empty": "Share of probes, 0-1, with an empty output.",
 }
 
 

@@ -47,13 +47,13 @@ def recall_row(trace: Trace, probe: Any, row: Mapping[str, Any]) -> dict[str, fl
     Column("recall_at_k", _DOC, better=HIGHER),
     Column(
         "recall_first_hop",
-        "Mean recall of the first-hop query (the question, before generating) over the probes that made one. "
+        "Mean recall, 0-1, of the first-hop query (the question, before generating) over the probes that made one. "
         + _PER_QUERY,
         better=HIGHER,
     ),
     Column(
         "recall_later_hops",
-        "Mean recall of the queries made while generating (every retrieval but the first hop; per probe, "
+        "Mean recall, 0-1, of the queries made while generating (every retrieval but the first hop; per probe, "
         "the mean over its queries), over the probes that made one. " + _PER_QUERY,
         better=HIGHER,
     ),
