@@ -177,12 +177,12 @@ def check_goal_fits(goal: Goal, probe_set: Any) -> None:
     """Refuse a goal or objective on a column that only long probes have (``fact_recall``,
     ``incomplete_or_wrong_rate``, ...) on a probe set without any: every dev point would miss it,
     and the grid would run for nothing. ``probe_set``: a
-    :class:`flarebench.probes.model.ProbeSet` (its ``name`` and ``probes``)."""
+    :class:`flarebench.probes.model.ProbeSet` (its ``name`` and ``answer_form``)."""
     from flarebench.bench.scorers.registry import scorers
 
-    long_only = {c.name for s in scorers() if s.name in _LONG_ONLY for c in s.columns}
-    if any(getattr(p, "answer_type", None) == "long" for p in probe_set.probes):
+    if probe_set.answer_form == "long":
         return
+    long_only = {c.name for s in scorers() if s.name in _LONG_ONLY for c in s.columns}
     for name in (goal.metric, goal.objective):
         if name in long_only:
             raise CalibrationError(f"{name} needs long probes; {probe_set.name} has none")
