@@ -146,7 +146,8 @@ def test_a_bench_module_of_another_name_under_xdist_fails_each_test_and_writes_n
     run_dir = tmp_path / "run"
     env = {**os.environ, "PYTHONPATH": os.pathsep.join(filter(None, [str(ROOT), os.environ.get("PYTHONPATH")]))}
     out = subprocess.run(
-        [sys.executable, "-m", "pytest", "checks", *SCRIPTED, "--strategy", "flare_direct", "-n", "2",
+        # -rN: no short summary, which repeats the message when the terminal is wide enough.
+        [sys.executable, "-m", "pytest", "checks", *SCRIPTED, "--strategy", "flare_direct", "-n", "2", "-rN",
          "--report-dir", str(run_dir)],
         cwd=tmp_path, env=env, capture_output=True, text=True, timeout=600,
     )  # fmt: skip
