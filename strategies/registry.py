@@ -212,10 +212,19 @@ def expand(specs: list[str] | None) -> list[str]:
         return list(BUILTIN)
     out: list[str] = []
     for s in specs:
-        for name in BUILTIN if s.strip() == "all" else [s.strip()]:
+        for name in BUILTIN if s.strip() == "all" else [canonical(s)]:
             if name not in out:
                 out.append(name)
     return out
+
+
+def canonical(spec: str) -> str:
+    """``spec`` as it labels a row: spaces around names, keys and values, empty parameters and a
+    trailing ``:`` dropped, so ``flare_direct:`` and ``flare_direct`` are one strategy, not two rows."""
+    name, _, rest = spec.strip().partition(":")
+    items = [p.strip() for p in rest.split(",") if p.strip()]
+    params = [f"{k.strip()}={v.strip()}" if eq else k for k, eq, v in (p.partition("=") for p in items)]
+    return ":".join([name.strip(), ",".join(params)]) if params else name.strip()
 
 
 def with_param(spec: str, key: str, value: str) -> str:

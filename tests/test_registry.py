@@ -65,6 +65,10 @@ def test_expand_all_and_default():
     assert expand(None) == list(BUILTIN)
     assert expand(["all"]) == list(BUILTIN)
     assert expand(["single_time", "single_time:k=5", "single_time"]) == ["single_time", "single_time:k=5"]
+    # The same spec written with a trailing colon or spaces is one row, not two.
+    same = ["flare_direct", "flare_direct:", " flare_direct : ", "flare_direct:,"]
+    assert expand(same) == ["flare_direct"]
+    assert expand(["single_time:k=5", "single_time: k = 5 ,", "single_time:k=5,,"]) == ["single_time:k=5"]
 
 
 def test_register_decorator_and_conversions(isolated_registry):
