@@ -27,7 +27,7 @@ class FixedInterval(Strategy):
     """Retrieve at fixed points of the answer, whatever the model's confidence.
 
     ``mode=tokens``: each step is a window of ``interval`` tokens (the paper's l = 16);
-    ``mode=sentence``: each step is one sentence (``interval`` is unused). Before every step but
+    ``mode=sentence``: each step is one sentence (setting ``interval`` there is refused). Before every step but
     the first, the previous step's text is the query and its top ``k`` documents replace the
     context; the answer goes on from where it was, so a window may end and resume mid-word.
     """
@@ -41,6 +41,11 @@ class FixedInterval(Strategy):
             raise ValueError(f"mode must be 'tokens' or 'sentence', got {self.mode!r}")
         if self.interval < 1:
             raise ValueError(f"interval must be >= 1, got {self.interval}")
+        # A sentence step has no window: an interval set there would be silently ignored.
+        if self.mode == "sentence" and self.interval != FixedInterval.interval:
+            raise ValueError(
+                f"interval is for mode=tokens; mode=sentence retrieves before every sentence (got interval={self.interval})"
+            )
 
     def budget_knob(self) -> Knob | None:
         """In token windows, the interval: a longer window retrieves at fewer steps of an answer

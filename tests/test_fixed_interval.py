@@ -146,6 +146,9 @@ def test_parameters_are_validated():
         parse_spec("fixed_interval:mode=words")
     with pytest.raises(ValueError, match="mode must be 'tokens' or 'sentence'"):
         FixedInterval(mode="words")
+    # A sentence step has no window: an interval set with it would be silently ignored.
+    with pytest.raises(SpecError, match="interval is for mode=tokens; mode=sentence retrieves before every sentence"):
+        parse_spec("fixed_interval:mode=sentence,interval=8")
 
 
 @pytest.mark.model
