@@ -60,6 +60,7 @@ from flarebench.strategies.backends import lm_class, only_for
 from flarebench.strategies.base import LONG_ANSWER_DEFAULTS
 from flarebench.strategies.lm import LMError, LMUnavailable
 from flarebench.strategies.records import OBJECT, Trace, check_fields
+from flarebench.strategies.triggers import Gated
 from flarebench.strategies.registry import expand, parse_spec
 
 RUN_JSON = "run.json"
@@ -222,6 +223,12 @@ class BenchSession:
             self.strategies = {spec: parse_spec(spec, defaults) for spec in self.specs}
         except SpecError as e:
             raise ConfigError(str(e), option="--strategy") from None
+        if self.record_topk is not None and not any(isinstance(s, Gated) for s in self.strategies.values()):
+            # It widens draft calls only: without a drafting strategy the run would record nothing.
+            raise ConfigError(
+                f"--record-topk records the drafts of a strategy with a trigger (flare_direct, adaptive); "
+                f"{', '.join(self.specs)} draft nothing"
+            )
         try:  # a reference the run lacks is said in its summary; one that is no strategy is a typo
             parse_spec(self.reference)
         except SpecError as e:

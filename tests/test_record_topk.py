@@ -209,6 +209,19 @@ def test_a_k_out_of_range_is_one_line_before_any_model(tmp_path, no_model, k):
     assert not (tmp_path / "r").exists()
 
 
+def test_a_run_with_no_drafting_strategy_is_refused_before_any_model(tmp_path, no_model):
+    # It widens draft calls only: single_time and ircot would record nothing, silently.
+    code, out, err = run_cli(
+        "run", *("--strategy", "single_time", "--strategy", "ircot"), "--record-topk", "5",
+        "--report-dir", str(tmp_path / "r"),
+    )  # fmt: skip
+    assert code == 2 and err == (
+        "flarebench: --record-topk records the drafts of a strategy with a trigger (flare_direct, adaptive); "
+        "single_time, ircot draft nothing\n"
+    )
+    assert not (tmp_path / "r").exists()
+
+
 def test_a_backend_without_top_logprobs_is_refused_in_one_line(tmp_path, scripted_lm):
     scripted_lm.supports_top_logprobs = False
     code, out, err = run_cli(
