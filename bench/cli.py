@@ -216,11 +216,13 @@ def _calibrated(args: argparse.Namespace, plans: dict, goal, kind: str, extra: d
         # A reference with a knob was calibrated as the others: the delta columns compare with its chosen spec.
         session.reference = chosen.get(session.reference, session.reference)
         final = [chosen.get(spec, spec) for spec in plans if spec in chosen or spec not in grids]
+        # Recorded before the test runs: a run stopped among them is summarised with its calibration.
+        study["calibration"] = [c.record() for c in results]
+        session.focus(final, test, final=False)
         for spec in final:
             traces = session.run(spec, test, f"test {spec}")
             if any(t.error for t in traces):
                 failed.append(spec)
-        study["calibration"] = [c.record() for c in results]
         session.focus(final, test)
         session.write_summary()
         session.write_report()

@@ -221,6 +221,11 @@ _STATUS_LINE = (
     "**Run status: {status}.** Not every strategy has run every probe yet (`n` says how many each has): "
     "read the rows as they stand, and {finish}.\n\n"
 )
+#: A calibration stopped on its dev probes has no test figures yet (bench/calibrate.py).
+_STATUS_LINE_DEV = (
+    "**Run status: {status}.** It stopped while calibrating on the dev probes, before the calibrated "
+    "strategies ran the test probes (a strategy run as given has the rows it finished): {finish}.\n\n"
+)
 _FINISH = "run the same command to finish it"
 #: A gated run (--gate, --save-baseline) is never resumed (docs/runs.md).
 _FINISH_GATED = "as a gated run is measured in one fresh run, run the same command with --overwrite to measure it"
@@ -255,7 +260,9 @@ def write_summary(
     md = (
         f"# flarebench run {run_dir.name}\n\n"
         + (
-            _STATUS_LINE.format(status=status, finish=_FINISH_GATED if gated else _FINISH)
+            (_STATUS_LINE_DEV if study and "goal" in study and "calibration" not in study else _STATUS_LINE).format(
+                status=status, finish=_FINISH_GATED if gated else _FINISH
+            )
             if status not in (None, "complete")
             else ""
         )

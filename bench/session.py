@@ -60,8 +60,8 @@ from flarebench.strategies.backends import lm_class, only_for
 from flarebench.strategies.base import LONG_ANSWER_DEFAULTS
 from flarebench.strategies.lm import LMError, LMUnavailable
 from flarebench.strategies.records import OBJECT, Trace, check_fields
-from flarebench.strategies.triggers import Gated
 from flarebench.strategies.registry import expand, parse_spec
+from flarebench.strategies.triggers import Gated
 
 RUN_JSON = "run.json"
 _START_AGAIN = ", or use --overwrite to start the run again"  # the end of a line refusing traces.jsonl

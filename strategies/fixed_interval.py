@@ -44,7 +44,8 @@ class FixedInterval(Strategy):
         # A sentence step has no window: an interval set there would be silently ignored.
         if self.mode == "sentence" and self.interval != FixedInterval.interval:
             raise ValueError(
-                f"interval is for mode=tokens; mode=sentence retrieves before every sentence (got interval={self.interval})"
+                "interval is for mode=tokens; mode=sentence retrieves before every sentence "
+                f"(got interval={self.interval})"
             )
 
     def budget_knob(self) -> Knob | None:

@@ -1,6 +1,7 @@
 """Calibration on a dev split (bench/calibrate.py): goals, the split, the knobs, and the search,
 with real strategies answering through a scripted LM."""
 
+import json
 import math
 import re
 from dataclasses import asdict
@@ -441,6 +442,40 @@ def test_a_calibration_is_not_complete_until_its_chosen_points_ran(tmp_path, scr
     assert code == 0, err
     assert seen and set(seen) == {"partial"}
     assert json.loads((run_dir / "run.json").read_text())["status"] == "complete"
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("phase", ["dev", "test"])
+def test_a_calibration_stopped_says_where_it_stopped(tmp_path, scripted_lm, monkeypatch, phase):
+    # Stopped among the dev points, the summary says the calibrated strategies have not run the test
+    # probes (not that `n` tells how far each got); stopped among the test runs, it keeps the
+    # calibration chosen on dev.
+    from flarebench.bench.session import BenchSession
+    from tests.scripted import run_cli
+
+    run_dir, real, labels = tmp_path / "run", BenchSession.run, []
+
+    def run(self, spec, probes=None, label=None, backends=None):
+        labels.append(label)
+        if label.startswith(phase) and len([x for x in labels if x.startswith(phase)]) == 2:
+            raise KeyboardInterrupt
+        return real(self, spec, probes, label, backends)
+
+    monkeypatch.setattr(BenchSession, "run", run)
+    argv = ["compare", "--strategy", "flare_direct", "--strategy", "single_time", "--budget", "retrieval_rate<=0.5"]
+    code, out, err = run_cli(*argv, "--no-bounds", "--limit", "4", "--report-dir", str(run_dir))
+    assert code == 130, err
+    md = (run_dir / "summary.md").read_text()
+    assert json.loads((run_dir / "run.json").read_text())["status"] == "interrupted"
+    stopped_on_dev = "It stopped while calibrating on the dev probes, before the calibrated strategies ran"
+    assert (stopped_on_dev in md) == (phase == "dev")
+    assert ("## Calibration" in md) == (phase == "test") == (run_dir / "calibration.csv").exists()
+    if phase == "test":
+        chosen = json.loads((run_dir / "run.json").read_text())["study"]["calibration"][0]["chosen"]
+        assert chosen.startswith("flare_direct:theta=")
+        assert f"\nflare_direct,,{chosen.partition(':')[2]}," in (run_dir / "calibration.csv").read_text()
+    code, out, err = run_cli(*argv, "--no-bounds", "--limit", "4", "--report-dir", str(run_dir))
+    assert code == 0 and json.loads((run_dir / "run.json").read_text())["status"] == "complete", err
 
 
 @pytest.mark.slow
