@@ -37,6 +37,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, ClassVar
 
+from flarebench.strategies import plugins
 from flarebench.strategies.base import Knob
 from flarebench.strategies.capabilities import LOGPROBS, TOP_LOGPROBS
 from flarebench.strategies.lm import LM, LMError, Prompt, topk_entropy
@@ -45,19 +46,21 @@ from flarebench.strategies.records import SELF_CHECK, LMCall, Passage
 from flarebench.strategies.steps import Sentence, first_sentence_of
 
 _TRIGGERS: dict[str, type[Trigger]] = {}
+_ORIGINS: dict[str, str] = {}  # name -> where it was registered from, for the "already registered" error
 
 #: The trigger flare_direct uses unless told otherwise.
 DEFAULT = "min_prob"
 
 
 def trigger(name: str) -> Callable[[type[Trigger]], type[Trigger]]:
-    """Class decorator: make a Trigger available under ``name``."""
+    """Class decorator: make a Trigger available under ``name``, one a spec can spell
+    (``flare_direct:trigger=NAME``) that nothing has taken: a PluginError otherwise, said as a
+    strategy's or a backend's is."""
 
     def deco(cls: type[Trigger]) -> type[Trigger]:
-        if name in _TRIGGERS and _TRIGGERS[name] is not cls:
-            raise ValueError(f"trigger {name!r} is registered twice")
+        plugins.check_name("trigger", name)
+        plugins.add(_TRIGGERS, _ORIGINS, "trigger", name, cls)
         cls.name = name
-        _TRIGGERS[name] = cls
         return cls
 
     return deco

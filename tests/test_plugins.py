@@ -147,6 +147,12 @@ BAD_PLUGINS = {
     "@register_lm('openai')\nclass Mine(LM):\n    pass\n",
     "badret.py": "from flarebench.strategies.backends import Retriever, register_retriever\n"
     "@register_retriever('my:index')\nclass Mine(Retriever):\n    pass\n",
+    # A trigger under a built-in's name would replace the built-in for every flare_direct.
+    **{
+        f"{stem}.py": "from flarebench.strategies.triggers import TokenTrigger, trigger\n"
+        f"@trigger({name!r})\nclass Mine(TokenTrigger):\n    pass\n"
+        for stem, name in (("duptrig", "min_prob"), ("badtrig", "my trigger"))
+    },
 }
 
 
@@ -178,6 +184,12 @@ def _written(folder: Path) -> set[str]:
             "badret.py",
             "--plugin {tmp}/badret.py: retriever 'my:index': not a usable name (not empty, without spaces, ':', ',' "
             "or '=')",
+        ),
+        ("duptrig.py", "--plugin {tmp}/duptrig.py: trigger 'min_prob' is already registered (built in)"),
+        (
+            "badtrig.py",
+            "--plugin {tmp}/badtrig.py: trigger 'my trigger': not a usable name (not empty, without spaces, ':', "
+            "',' or '=')",
         ),
     ],
 )
