@@ -103,7 +103,7 @@ def pytest_configure(config: pytest.Config) -> None:
         given = {o.dest: config.getoption(o.dest) for o in RUN_OPTIONS}
         values, sources = settings.resolve(given, settings.load(config.invocation_params.dir))
     except settings.SettingsError as e:
-        raise pytest.UsageError(str(e)) from None
+        raise _usage(str(e)) from None
     config.stash[_OPTIONS], config.stash[_SOURCES] = values, sources
     config.args = [_bench_arg(arg, config.invocation_params.dir) for arg in config.args]
     # Each xdist worker would open (and lock) the same run folder and time probes beside the others':
@@ -117,7 +117,7 @@ def pytest_configure(config: pytest.Config) -> None:
     try:
         plugins.load_all(values["plugin"])
     except plugins.PluginError as e:
-        raise pytest.UsageError(settings.locate(str(e), sources, "--plugin")) from None
+        raise _usage(settings.locate(str(e), sources, "--plugin")) from None
     # A bad --strategy is a usage error, reported before anything is collected or loaded.
     if values["strategy"]:
         from flarebench.strategies.registry import SpecError, expand, parse_spec
@@ -126,7 +126,7 @@ def pytest_configure(config: pytest.Config) -> None:
             try:
                 parse_spec(spec)
             except SpecError as e:
-                raise pytest.UsageError(settings.locate(str(e), sources, "--strategy")) from None
+                raise _usage(settings.locate(str(e), sources, "--strategy")) from None
     # A bad baseline file or gate option is a usage error too, before any model is loaded.
     if any(values[name] for name in _GATE_OPTIONS):
         from flarebench.bench.gate import GateError, Gating
@@ -134,7 +134,12 @@ def pytest_configure(config: pytest.Config) -> None:
         try:
             config.stash[_GATING] = Gating.from_options(values["strategy"], *(values[name] for name in _GATE_OPTIONS))
         except GateError as e:
-            raise pytest.UsageError(str(e)) from None
+            raise _usage(str(e)) from None
+
+
+def _usage(message: str) -> pytest.UsageError:
+    """A usage error said as the console script says it: ``ERROR: flarebench: ...``."""
+    return pytest.UsageError(f"flarebench: {message}")
 
 
 def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:

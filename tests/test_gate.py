@@ -785,7 +785,7 @@ def test_pytest_bench_with_a_corrupted_baseline_is_a_usage_error(tmp_path):
         timeout=300,
     )
     assert out.returncode == 4
-    assert f"{bad}: not a flarebench baseline: not valid JSON" in out.stderr
+    assert f"ERROR: flarebench: {bad}: not a flarebench baseline: not valid JSON" in out.stderr
     assert "Traceback" not in out.stdout + out.stderr
 
 

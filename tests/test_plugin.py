@@ -62,7 +62,7 @@ def test_unknown_strategy_is_a_usage_error():
     out = sh("-m", "pytest", "bench", "-p", "no:cacheprovider", "--strategy", "flair", "--limit", "1")
     assert out.returncode == 4
     known = "no_retrieval, single_time, fixed_interval, ircot, self_ask, flare_direct, flare_instruct"
-    assert f"unknown strategy 'flair'; known: {known}" in out.stdout + out.stderr
+    assert f"ERROR: flarebench: unknown strategy 'flair'; known: {known}" in out.stderr
     assert "Traceback" not in out.stdout + out.stderr
 
 

@@ -213,7 +213,7 @@ def test_pytest_bench_takes_a_plugin_that_cannot_load_as_a_usage_error(tmp_path,
         cwd=tmp_path, capture_output=True, text=True,
     )  # fmt: skip
     assert r.returncode == 4 and "INTERNALERROR" not in r.stdout + r.stderr
-    assert r.stderr.startswith(f"ERROR: --plugin {plugin}: strategy ")
+    assert r.stderr.startswith(f"ERROR: flarebench: --plugin {plugin}: strategy ")
     assert len(r.stderr.strip().splitlines()) == 1
     assert _written(tmp_path) == {plugin}
 
@@ -660,5 +660,5 @@ def test_pytest_bench_takes_a_plugin_strategy_its_author_got_wrong_as_a_usage_er
         cwd=tmp_path, capture_output=True, text=True,
     )  # fmt: skip
     assert r.returncode == 4 and "INTERNALERROR" not in r.stdout + r.stderr
-    assert r.stderr.strip().splitlines() == [f"ERROR: {message.format(plugin=plugin)}"]
+    assert r.stderr.strip().splitlines() == [f"ERROR: flarebench: {message.format(plugin=plugin)}"]
     assert _written(tmp_path) == {plugin}
