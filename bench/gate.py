@@ -54,6 +54,7 @@ from typing import Any
 
 from flarebench.bench.bounds import strategy_rows
 from flarebench.bench.config import command_line, config_difference
+from flarebench.bench.lines import line_of
 from flarebench.bench.metrics import OPTIONAL_COLUMNS, SUMMARY_COLUMNS
 from flarebench.bench.scorers.latency import FEW
 from flarebench.bench.scorers.registry import HIGHER, LOWER, WORSE_KINDS, columns
@@ -123,7 +124,12 @@ def _few_probes(row: dict[str, Any]) -> str:
 
 
 class GateError(ValueError):
-    """A bad baseline file, tolerance or gate option: shown as one line, never a traceback."""
+    """A bad baseline file, tolerance or gate option: shown as one line, never a traceback.
+    ``keys`` is the path to the bad field of a baseline's ``tolerances`` (its line is found by them)."""
+
+    def __init__(self, message: str, keys: tuple[str, ...] = ()):
+        super().__init__(message)
+        self.keys = keys
 
 
 # --------------------------------------------------------------------------------------------
@@ -149,8 +155,11 @@ def validate_tolerances(obj: Any, where: str = "tolerances") -> dict[str, dict[s
     out: dict[str, dict[str, float] | None] = {}
     for metric, bounds in obj.items():
         if metric not in METRICS:
-            raise GateError(f"{where}.{metric}: {_not_gateable(metric)}")
-        out[metric] = _bounds(bounds, f"{where}.{metric}", metric)
+            raise GateError(f"{where}.{metric}: {_not_gateable(metric)}", keys=(metric,))
+        try:
+            out[metric] = _bounds(bounds, f"{where}.{metric}", metric)
+        except GateError as e:
+            raise GateError(str(e), keys=(metric, *e.keys)) from None
     return out
 
 
@@ -179,16 +188,17 @@ def _bounds(bounds: Any, where: str, metric: str) -> dict[str, float] | None:
     worse = WORSE_KINDS[DIRECTIONS[metric]]
     for kind, value in bounds.items():
         if kind not in KINDS:
-            raise GateError(f"{where}: unknown kind {kind!r}; kinds: {', '.join(KINDS)}")
+            raise GateError(f"{where}: unknown kind {kind!r}; kinds: {', '.join(KINDS)}", keys=(kind,))
         if kind not in worse:
             # A bound on the better side would fail an improvement.
             raise GateError(
                 f"{where}: {kind} would fail an improvement: a {DIRECTIONS[metric]} {metric} is better; "
-                f"bound it with {' or '.join(worse)}"
+                f"bound it with {' or '.join(worse)}",
+                keys=(kind,),
             )
         number = _number(value)
         if number is None or number < 0:
-            raise GateError(f"{where}: {kind} must be a number >= 0, got {value!r}")
+            raise GateError(f"{where}: {kind} must be a number >= 0, got {value!r}", keys=(kind,))
         clean[kind] = number
     return clean
 
@@ -422,47 +432,50 @@ def load_baseline(path: str | Path) -> Baseline:
             f"{path}: baseline version {data['version']!r} is not supported (this flarebench reads {VERSION})"
         )
 
-    def bad(where: str, what: str) -> GateError:
-        return GateError(f"{path}: {where}: {what}")
+    def bad(keys: tuple[str, ...], what: str) -> GateError:
+        # By keys, not a dotted path: a spec holds dots of its own (flare_direct:theta=0.5).
+        return GateError(f"{path}:{line_of(text, *keys)}: {'.'.join(keys)}: {what}")
 
     for key in ("config", "metrics", "tolerances"):
-        if not isinstance(data.get(key), dict):
-            raise bad(key, "missing" if key not in data else f"expected an object, got {type(data[key]).__name__}")
+        if key not in data:
+            raise GateError(f"{path}: {key}: missing")
+        if not isinstance(data[key], dict):
+            raise bad((key,), f"expected an object, got {type(data[key]).__name__}")
     ref = data.get("reference", {"spec": DEFAULT_REFERENCE})
     if not isinstance(ref, dict) or not isinstance(ref.get("spec"), str) or not ref["spec"]:
-        raise bad("reference", 'expected {"spec": SPEC, ...}')
+        raise bad(("reference",), 'expected {"spec": SPEC, ...}')
     for key in RATIO_METRICS.values():
         if ref.get(key) is not None and _number(ref[key]) is None:
-            raise bad(f"reference.{key}", f"not a number: {ref[key]!r}")
+            raise bad(("reference", key), f"not a number: {ref[key]!r}")
     from flarebench.strategies.registry import SpecError, parse_spec
 
-    for where, spec in [("reference.spec", ref["spec"]), *((f"metrics.{s}", s) for s in data["metrics"])]:
+    for keys, spec in [(("reference", "spec"), ref["spec"]), *((("metrics", s), s) for s in data["metrics"])]:
         try:  # a spec that names no strategy (or a plugin's not loaded) is the file's mistake
             parse_spec(spec)
         except SpecError as e:
-            raise bad(where, str(e)) from None
+            raise bad(keys, str(e)) from None
     metrics: dict[str, dict[str, float | None]] = {}
     if not data["metrics"]:
-        raise bad("metrics", "holds no strategy")
+        raise bad(("metrics",), "holds no strategy")
     for spec, values in data["metrics"].items():
         if not isinstance(values, dict):
-            raise bad(f"metrics.{spec}", f"expected an object of METRIC: value, got {type(values).__name__}")
+            raise bad(("metrics", spec), f"expected an object of METRIC: value, got {type(values).__name__}")
         row: dict[str, float | None] = {}
         for metric, value in values.items():
             if value is not None and _number(value) is None:
-                raise bad(f"metrics.{spec}.{metric}", f"not a number: {value!r}")
+                raise bad(("metrics", spec, metric), f"not a number: {value!r}")
             # The always-gated columns count probes: a baseline's must be whole numbers >= 0.
             if metric in ALWAYS_GATED and value is not None and (value < 0 or value != int(value)):
-                raise bad(f"metrics.{spec}.{metric}", f"expected a count (a whole number >= 0), got {value!r}")
+                raise bad(("metrics", spec, metric), f"expected a count (a whole number >= 0), got {value!r}")
             row[metric] = _number(value)
         metrics[spec] = row
     try:
         tolerances = with_always_gated(validate_tolerances(data["tolerances"]))
     except GateError as e:
-        raise GateError(f"{path}: {e}") from None
+        raise GateError(f"{path}:{line_of(text, 'tolerances', *e.keys)}: {e}") from None
     for key in ("probes", "lm", "retriever", "strategies"):
         if not isinstance(data["config"].get(key), dict):
-            raise bad(f"config.{key}", "missing or not an object")
+            raise bad(("config", key), "missing or not an object")
     return Baseline(path, data["config"], ref["spec"], metrics, tolerances)
 
 

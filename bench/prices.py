@@ -15,6 +15,7 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
 
+from flarebench.bench.lines import line_of
 from flarebench.strategies.records import FLAG, NUMBER, TEXT, check_fields
 
 #: The table shipped with flarebench (edit it, or pass your own with --prices).
@@ -79,41 +80,46 @@ _RECORD_FIELDS = {
 }
 
 
-def _number(value: Any, where: str) -> float:
-    if isinstance(value, bool) or not isinstance(value, int | float) or not math.isfinite(value) or value < 0:
-        raise PriceError(f"{where}: expected a number >= 0, got {value!r}")
-    return float(value)
-
-
 def load_table(path: str | Path) -> dict[str, dict[str, Any]]:
-    """Read and check a price file; returns ``{name or pattern: entry}`` in file order."""
+    """Read and check a price file; returns ``{name or pattern: entry}`` in file order. A bad
+    entry is one PriceError line naming the file, the line and the field."""
     path = Path(path)
     try:
-        data = tomllib.loads(path.read_text(encoding="utf-8"))
+        text = path.read_text(encoding="utf-8")
+        data = tomllib.loads(text)
     except FileNotFoundError:
         raise PriceError(f"{path}: price file not found") from None
     except (OSError, UnicodeDecodeError, tomllib.TOMLDecodeError) as e:
         raise PriceError(f"{path}: not a price table ({e})") from None
+
+    def bad(keys: tuple[str, ...], what: str) -> PriceError:
+        return PriceError(f"{path}:{line_of(text, *keys)}: {'.'.join(keys)}: {what}")
+
     models = data.get("models")
     if not isinstance(models, dict):
         raise PriceError(f'{path}: expected [models."NAME"] tables')
     out: dict[str, dict[str, Any]] = {}
     for name, entry in models.items():
-        where = f"{path}: models.{name}"
+        where = ("models", name)
         if not isinstance(entry, dict):
-            raise PriceError(f"{where}: expected a table of prices")
-        unknown = set(entry) - {*_FIELDS, "local"}
+            raise bad(where, "expected a table of prices")
+        unknown = sorted(set(entry) - {*_FIELDS, "local"})
         if unknown:
-            raise PriceError(
-                f"{where}: unknown field(s) {', '.join(sorted(unknown))}; fields: {', '.join(_FIELDS)}, local"
+            raise bad(
+                (*where, unknown[0]),
+                f"unknown field(s) {', '.join(unknown)}; fields: {', '.join(_FIELDS)}, local",
             )
         for required in ("prompt_per_1m", "completion_per_1m"):
             if required not in entry:
-                raise PriceError(f"{where}: {required} missing")
-        clean = {f: _number(entry.get(f, 0.0), f"{where}.{f}") for f in _FIELDS}
+                raise bad(where, f"{required} missing")
+        for f in _FIELDS:
+            value = entry.get(f, 0.0)
+            if isinstance(value, bool) or not isinstance(value, int | float) or not math.isfinite(value) or value < 0:
+                raise bad((*where, f), f"expected a number >= 0, got {value!r}")
+        clean = {f: float(entry.get(f, 0.0)) for f in _FIELDS}
         local = entry.get("local", False)
         if not isinstance(local, bool):
-            raise PriceError(f"{where}.local: expected true or false, got {local!r}")
+            raise bad((*where, "local"), f"expected true or false, got {local!r}")
         out[name] = {**clean, "local": local}
     return out
 

@@ -19,6 +19,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from flarebench.bench.lines import line_of
 from flarebench.bench.options import RUN_OPTIONS, Option
 from flarebench.probes.load import is_shipped_name
 
@@ -87,7 +88,7 @@ def load(start: Path | None = None) -> Settings:
     by_key = {opt.flag.removeprefix("--"): opt for opt in RUN_OPTIONS}
     values = {}
     for key, raw in table.items():
-        where = f"{path}:{_line_of(text, key)}: {key}"
+        where = f"{path}:{line_of(text, key)}: {key}"
         opt = by_key.get(key)
         if opt is None:
             close = difflib.get_close_matches(key, by_key, n=1)
@@ -151,19 +152,6 @@ def _value(opt: Option, raw: Any, base: Path, where: str) -> Any:
     return opt.type(raw)
 
 
-def _line_of(text: str, key: str) -> int | str:
-    """The line number where ``key`` is assigned (``key =``, a dotted ``flarebench.key =``) or opens
-    a table (``[tool.flarebench.key]``, or ``[key.sub]``, which opens it too), for error messages; '?'
-    when not found."""
-    name = rf"[\"']?{re.escape(key)}[\"']?"
-    assigned = re.compile(rf"(?:^|[{{,])\s*(?:[\w\"'-]+\s*\.\s*)*{name}\s*=")  # also in an inline table
-    table = re.compile(rf"\s*\[+\s*(?:[^\]]*\.)?\s*{name}\s*[\].]")
-    for number, line in enumerate(text.splitlines(), 1):
-        if assigned.search(line) or table.match(line):
-            return number
-    return "?"
-
-
 def locate(message: str, sources: dict[str, str], option: str | None = None) -> str:
     """``message`` about an option (the flag it opens with, ``--limit must be >= 1, got -3``, else
     ``option``) prefixed with the config file, line and key the value came from, when it came from one."""
@@ -174,7 +162,7 @@ def locate(message: str, sources: dict[str, str], option: str | None = None) -> 
     if source is None or source in (COMMAND_LINE, DEFAULT):
         return message
     path, key = Path(source), flag.removeprefix("--")
-    return f"{path}:{_line_of(_text(path), key)}: {key}: {message}"
+    return f"{path}:{line_of(_text(path), key)}: {key}: {message}"
 
 
 def _text(path: Path) -> str:

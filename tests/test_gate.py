@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import functools
 import json
+import re
 import shlex
 import subprocess
 import sys
@@ -290,7 +291,29 @@ def test_a_bad_baseline_file_is_one_clear_line(tmp_path, content, problem):
     with pytest.raises(GateError) as err:
         load_baseline(path)
     message = str(err.value)
-    assert message.startswith(f"{path}: ") and problem in message and "\n" not in message
+    assert re.match(rf"{re.escape(str(path))}(:1)?: ", message) and problem in message and "\n" not in message
+
+
+def test_a_bad_field_of_a_baseline_is_named_by_its_line(tmp_path):
+    # Found by its keys, not a dotted path: a spec has dots of its own, and each key is looked for
+    # after the one before (em is a key of every strategy and of the tolerances).
+    doc = _baseline_doc()
+    doc["metrics"] = {"single_time": {"em": 0.5}, "flare_direct:theta=0.5": {"em": 0.4, "f1": "x"}}
+    path = tmp_path / "baseline.json"
+    path.write_text(json.dumps(doc, indent=2))
+    lines = path.read_text().splitlines()
+    with pytest.raises(GateError) as err:
+        load_baseline(path)
+    line = next(n for n, text in enumerate(lines, 1) if '"f1": "x"' in text)
+    assert str(err.value) == f"{path}:{line}: metrics.flare_direct:theta=0.5.f1: not a number: 'x'"
+    doc["metrics"]["flare_direct:theta=0.5"]["f1"] = 0.4
+    doc["tolerances"] = {"f1": {"max_drop": 0.1}, "em": {"max_drop": 0.1, "drop": 1}}
+    path.write_text(json.dumps(doc, indent=2))
+    lines = path.read_text().splitlines()
+    with pytest.raises(GateError) as err:
+        load_baseline(path)
+    line = next(n for n, text in enumerate(lines, 1) if '"drop": 1' in text)
+    assert str(err.value).startswith(f"{path}:{line}: tolerances.em: unknown kind 'drop'")
 
 
 def test_a_baseline_file_that_does_not_name_n_and_errors_still_gates_them(tmp_path):

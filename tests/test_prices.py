@@ -50,20 +50,35 @@ def test_user_table_first_exact_before_pattern(tmp_path):
 @pytest.mark.parametrize(
     "text, message",
     [
-        ("x = 1", "expected [models"),
-        ('[models."m"]\nprompt_per_1m = 1.0', "completion_per_1m missing"),
-        ('[models."m"]\nprompt_per_1m = -1\ncompletion_per_1m = 1', "prompt_per_1m: expected a number >= 0"),
-        ('[models."m"]\nprompt_per_1m = "cheap"\ncompletion_per_1m = 1', "expected a number"),
-        ('[models."m"]\nprompt_per_1m = 1\ncompletion_per_1m = 1\nper_token = 2', "unknown field(s) per_token"),
-        ('[models."m"]\nprompt_per_1m = 1\ncompletion_per_1m = 1\nlocal = "yes"', "local: expected true or false"),
-        ("[models", "not a price table"),
+        ("x = 1", ': expected [models."NAME"] tables'),
+        ('[models."m"]\nprompt_per_1m = 1.0', ":1: models.m: completion_per_1m missing"),
+        (
+            '[models."m"]\nprompt_per_1m = -1\ncompletion_per_1m = 1',
+            ":2: models.m.prompt_per_1m: expected a number >= 0",
+        ),
+        (
+            '[models."m"]\nprompt_per_1m = "cheap"\ncompletion_per_1m = 1',
+            ":2: models.m.prompt_per_1m: expected a number",
+        ),
+        (
+            '[models."m"]\nprompt_per_1m = 1\ncompletion_per_1m = 1\nper_token = 2',
+            ":4: models.m.per_token: unknown field(s)",
+        ),
+        # The line is the field's in its own model's table, not the same field in a table before it.
+        (
+            '[models."a"]\nprompt_per_1m = 1\ncompletion_per_1m = 1\nlocal = true\n\n'
+            '[models."m"]\nprompt_per_1m = 1\ncompletion_per_1m = 1\nlocal = "yes"',
+            ":9: models.m.local: expected true or false",
+        ),
+        ('models = { "m" = { prompt_per_1m = 1, completion_per_1m = -2 } }', ":1: models.m.completion_per_1m"),
+        ("[models", ": not a price table"),
     ],
 )
 def test_bad_price_files_are_one_line_errors(tmp_path, text, message):
     f = tmp_path / "p.toml"
     f.write_text(text)
-    with pytest.raises(PriceError, match="p.toml") as e:
+    with pytest.raises(PriceError) as e:
         load_table(f)
-    assert message in str(e.value) and "\n" not in str(e.value)
+    assert str(e.value).startswith(f"{f}{message}") and "\n" not in str(e.value), str(e.value)
     with pytest.raises(PriceError, match="not found"):
         load_table(tmp_path / "none.toml")
