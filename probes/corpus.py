@@ -257,6 +257,8 @@ in JSON; run.json records the chunking.
 
 def _write(out: Path, files: dict[str, str]) -> None:
     """Write the set into a temporary folder beside out, check it, then put it in out's place."""
+    # Through a link, the folder it names is swapped: the link stays a link, with no swap left beside it.
+    out = out.resolve() if out.is_symlink() else out
     partial = out.with_name(f".{out.name}.partial-{os.getpid()}")
     shutil.rmtree(partial, ignore_errors=True)
     try:

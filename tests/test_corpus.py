@@ -516,6 +516,19 @@ def test_overwrite_replaces_a_built_set_never_other_files(capsys, tmp_path):
     assert (out / "corpus.jsonl" / "mine.md").read_text() == "ours\n"
 
 
+def test_overwrite_through_a_link_replaces_the_set_it_names_and_keeps_the_link(capsys, tmp_path):
+    (tmp_path / "sets" / "v1").mkdir(parents=True)
+    (tmp_path / "current").symlink_to(tmp_path / "sets" / "v1")
+    out = tmp_path / "current"
+    assert _build(capsys, FIXTURE, out)[0] == 0
+    before = _tree(tmp_path / "sets" / "v1")
+    assert _build(capsys, FIXTURE, out, "--overwrite")[0] == 0
+    assert out.is_symlink() and out.resolve() == tmp_path / "sets" / "v1"
+    assert _tree(tmp_path / "sets" / "v1") == before  # the rebuild is the same set
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["current", "sets"]  # no swap left beside them
+    assert sorted(p.name for p in (tmp_path / "sets").iterdir()) == ["v1"]
+
+
 def test_an_answer_that_normalises_to_nothing_is_named_in_its_file(capsys, folder, tmp_path):
     _edit_question(folder, 1, answers=["12 minutes", "the"])
     line = _one_problem(capsys, folder, tmp_path / "set")
