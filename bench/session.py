@@ -358,7 +358,16 @@ class BenchSession:
             self.retriever_backend,
             self.strategies,
             record_topk=self.record_topk,
-            plugins={ref: plugins.digest(ref) for ref in self.plugin or ()},
+            plugins={
+                **{ref: plugins.digest(ref) for ref in self.plugin or ()},
+                **plugins.installed_code(
+                    [
+                        *((plugins.STRATEGIES, spec.partition(":")[0]) for spec in self.specs),
+                        (plugins.LMS, self.lm.partition(":")[0]),
+                        (plugins.RETRIEVERS, self.retriever),
+                    ]
+                ),
+            },
         )
 
     def _probe_source(self) -> str:

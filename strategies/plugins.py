@@ -142,9 +142,22 @@ def entry_point(group: str, name: str) -> Any | None:
     ep = found[0]
     try:
         with _from(f"{ep.dist.name if ep.dist else ep.value}, entry point {name}"):
-            return ep.load()
+            loaded = ep.load()
     except (Exception, SystemExit) as e:  # the plugin's own import failed: one line, naming it
         raise PluginError(f"{group} entry point {name} = {ep.value}: {_failure(e)}") from None
+    _IMPORTED[(group, name)] = (f"{ep.value} ({ep.dist.name} {ep.dist.version})" if ep.dist else ep.value, ep.module)
+    return loaded
+
+
+#: Each installed entry point imported so far: (group, name) -> ("MODULE:ATTR (DIST VERSION)", MODULE).
+_IMPORTED: dict[tuple[str, str], tuple[str, str]] = {}
+
+
+def installed_code(used: Iterable[tuple[str, str]]) -> dict[str, str | None]:
+    """Of the (group, name) pairs a run uses, those an installed package's entry point gave:
+    "MODULE:ATTR (DIST VERSION)" -> the sha256 of the module's file. Recorded beside the --plugin
+    digests, so that a run is not resumed by another version of the package's code."""
+    return {label: digest(module) for key in used if key in _IMPORTED for label, module in [_IMPORTED[key]]}
 
 
 def entry_point_names(group: str) -> list[str]:

@@ -275,6 +275,52 @@ def test_entry_points_are_imported_only_when_their_name_is_asked_for(tmp_path, m
         make_lm("nope:x")
 
 
+def test_a_run_records_the_installed_code_of_its_entry_points(tmp_path, monkeypatch, isolated_registry):
+    # Another version of the package must not resume the run: its code is in the configuration.
+    import hashlib
+
+    (tmp_path / "site").mkdir()
+    _distribution(
+        tmp_path / "site",
+        "run-pipeline",
+        "run_pipeline",
+        """
+        [flarebench.strategies]
+        ep_run_toy = run_pipeline:Toy
+        [flarebench.lms]
+        ep_run_echo = run_pipeline:EchoLM
+        [flarebench.retrievers]
+        ep_run_first = run_pipeline:FirstDocs
+        """,
+    )
+    monkeypatch.syspath_prepend(str(tmp_path / "site"))
+    run_dir = tmp_path / "run"
+    argv = [
+        "run",
+        "--strategy",
+        "ep_run_toy",
+        "--lm",
+        "ep_run_echo:Rome",
+        "--retriever",
+        "ep_run_first",
+        "--limit",
+        "1",
+    ]
+    code, out, err = run_cli(*argv, "--report-dir", str(run_dir))
+    assert code == 0, err
+    sha = hashlib.sha256((tmp_path / "site" / "run_pipeline.py").read_bytes()).hexdigest()
+    recorded = json.loads((run_dir / "run.json").read_text())["config"]["plugins"]
+    assert recorded == {f"run_pipeline:{attr} (run-pipeline 1.0)": sha for attr in ("Toy", "EchoLM", "FirstDocs")}
+    # Only what the run uses: a run of a built-in strategy on those backends records the two.
+    code, out, err = run_cli(*argv[:2], "single_time", *argv[3:], "--report-dir", str(tmp_path / "other"))
+    assert code == 0, err
+    recorded = json.loads((tmp_path / "other" / "run.json").read_text())["config"]["plugins"]
+    assert sorted(recorded) == [
+        "run_pipeline:EchoLM (run-pipeline 1.0)",
+        "run_pipeline:FirstDocs (run-pipeline 1.0)",
+    ]
+
+
 def test_installed_entry_points_are_read_once_per_sys_path(tmp_path, monkeypatch, isolated_registry):
     # Rescoring a run whose plugin is not loaded asks for its unknown names once per spec and summary.
     reads = []
