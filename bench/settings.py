@@ -140,6 +140,8 @@ def _value(opt: Option, raw: Any, base: Path, where: str) -> Any:
         items = [raw] if isinstance(raw, str) else raw
         if not isinstance(items, list) or not items or not all(isinstance(i, str) for i in items):
             raise SettingsError(f"{where}: expected a string or a list of strings, got {raw!r}")
+        if opt.dest == "plugin":  # a plugin file beside the file, as every path; a module name as it is
+            return [str(base / i) if i.endswith(".py") else i for i in items]
         return items
     want = (int, float) if opt.type is float else opt.type
     if not isinstance(raw, want) or isinstance(raw, bool):

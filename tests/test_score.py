@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import json
 import math
+import os
 import subprocess
 import sys
 from pathlib import Path
@@ -246,14 +247,18 @@ def test_score_loads_the_plugins_the_run_was_made_with(tmp_path):
         "--plugin",
         str(lm),
         "--plugin",
-        str(plugin),
+        "chars.py",  # relative to where the run is made; score runs from another folder
         "--lm",
         "probeaware:0",
     ]
     run += ["--strategy", "no_retrieval", "--limit", "2", "--report-dir", str(tmp_path / "run")]
-    assert subprocess.run(run, capture_output=True, text=True).returncode == 0
+    root = str(Path(__file__).resolve().parent.parent)
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join(filter(None, [root, os.environ.get("PYTHONPATH")]))}
+    made = subprocess.run(run, capture_output=True, text=True, cwd=tmp_path, env=env)
+    assert made.returncode == 0, made.stderr
     score = [sys.executable, "-m", "flarebench", "score", str(tmp_path / "run")]
     scored = subprocess.run(score, capture_output=True, text=True)
+    assert "scored without it" not in scored.stderr, scored.stderr
     assert scored.returncode == 0 and "plugin_chars" in pd.read_csv(tmp_path / "run" / "summary.csv").columns
     # A plugin that cannot be loaded from here any more is said, and the run is scored without it.
     plugin.unlink()

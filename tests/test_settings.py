@@ -50,6 +50,9 @@ def test_values_are_typed_and_paths_are_relative_to_the_file(tmp_path):
         "cache": "default",
         "retriever": "bm25s",
     }
+    # A plugin file is beside the file too, so the file works from any subfolder; a module is a name.
+    path.write_text('plugin = ["bench/mine.py", "team.plugins"]\n')
+    assert load(tmp_path / "bench").values == {"plugin": [str(tmp_path / "bench" / "mine.py"), "team.plugins"]}
     # A shipped set's name means that set, as on the command line, even beside a folder of that name;
     # ./nq is the folder.
     path.write_text('probes = "nq"\n')
