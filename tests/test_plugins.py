@@ -249,20 +249,18 @@ def _distribution(site: Path, dist: str, module: str, entry_points: str) -> None
     (info / "entry_points.txt").write_text(textwrap.dedent(entry_points))
 
 
+def _three_entry_points(module: str, prefix: str) -> str:
+    """The entry points of a package giving PLUGIN's strategy, LM and retriever, named PREFIX_toy,
+    PREFIX_echo and PREFIX_first."""
+    return (
+        f"[flarebench.strategies]\n{prefix}_toy = {module}:Toy\n[flarebench.lms]\n{prefix}_echo = {module}:EchoLM\n"
+        f"[flarebench.retrievers]\n{prefix}_first = {module}:FirstDocs\n"
+    )
+
+
 def test_entry_points_are_imported_only_when_their_name_is_asked_for(tmp_path, monkeypatch, isolated_registry):
     _distribution(
-        tmp_path,
-        "team-pipeline",
-        "team_pipeline",
-        """
-        [flarebench.strategies]
-        ep_toy = team_pipeline:Toy
-        [flarebench.lms]
-        ep_echo = team_pipeline:EchoLM
-        [flarebench.retrievers]
-        ep_first = team_pipeline:FirstDocs
-        [flarebench.lms]
-        """,
+        tmp_path, "team-pipeline", "team_pipeline", _three_entry_points("team_pipeline", "ep") + "[flarebench.lms]\n"
     )
     monkeypatch.syspath_prepend(str(tmp_path))
     assert "ep_toy" in names() and "team_pipeline" not in sys.modules  # listed, not imported
@@ -280,19 +278,7 @@ def test_a_run_records_the_installed_code_of_its_entry_points(tmp_path, monkeypa
     import hashlib
 
     (tmp_path / "site").mkdir()
-    _distribution(
-        tmp_path / "site",
-        "run-pipeline",
-        "run_pipeline",
-        """
-        [flarebench.strategies]
-        ep_run_toy = run_pipeline:Toy
-        [flarebench.lms]
-        ep_run_echo = run_pipeline:EchoLM
-        [flarebench.retrievers]
-        ep_run_first = run_pipeline:FirstDocs
-        """,
-    )
+    _distribution(tmp_path / "site", "run-pipeline", "run_pipeline", _three_entry_points("run_pipeline", "ep_run"))
     monkeypatch.syspath_prepend(str(tmp_path / "site"))
     run_dir = tmp_path / "run"
     argv = [
