@@ -90,7 +90,7 @@ from flarebench.bench.answers import echo_of, long_answer_text, split_items
 from flarebench.bench.support import METHOD as LEXICAL_METHOD
 from flarebench.bench.support import claim_supported, content_tokens
 from flarebench.strategies.flare_instruct import SEARCH_CALL_RE
-from flarebench.strategies.http_client import base_url_problem
+from flarebench.strategies.http_client import base_url_problem, redact_url
 from flarebench.strategies.records import Trace
 from flarebench.strategies.sentences import split_sentences
 
@@ -193,11 +193,12 @@ class Judge:
         return f"ragas-faithfulness:openai:{self.model}"
 
     def describe(self) -> dict[str, Any]:
-        """What a run config may record: never the key (only whether one is set)."""
+        """What a run config may record: never the key (only whether one is set), nor the
+        credentials of its URL."""
         return {
             "spec": self.spec or f"openai:{self.model}",
             "model": self.model,
-            "base_url": self.base_url,
+            "base_url": redact_url(self.base_url) if self.base_url else self.base_url,
             "api_key_set": bool(self.api_key),
             "max_tokens": self.max_tokens,
             "max_retries": self.max_retries,

@@ -154,8 +154,8 @@ def base_url_problem(url: str) -> str | None:
 
 
 def redact_url(url: str) -> str:
-    """``url`` with its credentials (``user:password@``) and the values of its key-like query
-    parameters (``api_key``, ``token``, ``secret``, ...) replaced by ``***``; a text that does not
+    """``url`` with its credentials (``user:password@``), the values of its key-like query
+    parameters (``api_key``, ``token``, ``secret``, ...) and its fragment replaced by ``***``; a text that does not
     parse as a URL is quoted whole only when it holds no ``@``, ``?`` or ``#``."""
     try:
         parts = urllib.parse.urlsplit(url)
@@ -165,7 +165,9 @@ def redact_url(url: str) -> str:
     if "@" in netloc:
         netloc = f"{REDACTED}@{netloc.rpartition('@')[2]}"
     query = "&".join(_redact_param(p) for p in parts.query.split("&")) if parts.query else ""
-    return urllib.parse.urlunsplit(parts._replace(netloc=netloc, query=query))
+    # A fragment is never sent: one in an endpoint's URL is there by mistake, and may be a pasted key.
+    fragment = REDACTED if parts.fragment else ""
+    return urllib.parse.urlunsplit(parts._replace(netloc=netloc, query=query, fragment=fragment))
 
 
 def redact_urls(text: str) -> str:

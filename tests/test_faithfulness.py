@@ -274,6 +274,9 @@ def test_the_key_never_reaches_repr_config_rows_or_errors():
     assert SECRET not in repr(j)
     assert SECRET not in json.dumps(j.describe())
     assert j.describe()["api_key_set"] is True
+    # Credentials in the endpoint's URL are not recorded either.
+    with_password = parse_judge("openai:m", "http://user:sk-PASSWORD999@127.0.0.1:9/v1", env={"JUDGE_API_KEY": SECRET})
+    assert with_password.describe()["base_url"] == "http://***@127.0.0.1:9/v1"
     assert SECRET not in j.redact(f"401: bad key {SECRET}")
     # A trace without context never calls the judge; its rows and summary hold no key.
     rows = faithfulness_rows([_trace("no_retrieval", "p1", "A is B.", [])], PASSAGES, judge=j)

@@ -389,6 +389,7 @@ def test_an_unreachable_service_message_is_redacted_too(tmp_path):
         ("https://u:p@h:8/s?key=K&apikey=&Secret=Z", "https://***@h:8/s?key=***&apikey=&Secret=***"),
         ("https://TOKEN@h/s?access%5Ftoken=A", "https://***@h/s?access%5Ftoken=***"),
         ("http://u:p@[::1/s", "***"),  # no URL to take apart: nothing of it is shown
+        ("http://127.0.0.1:9/v1#sk-FRAGMENT", "http://127.0.0.1:9/v1#***"),  # never sent: pasted there by mistake
     ],
 )
 def test_redact_url(url, shown):
