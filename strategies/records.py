@@ -6,6 +6,7 @@ Everything the metrics and reports need is in these records, so they can be reco
 
 from __future__ import annotations
 
+import math
 from collections.abc import Callable, Iterable
 from dataclasses import MISSING, asdict, dataclass, field, fields
 from typing import Any
@@ -308,6 +309,9 @@ def _is_alternatives(value: Any) -> bool:
 
 TEXT = Kind("a string", lambda v: isinstance(v, str))
 NUMBER = Kind("a number", _is_number)
+#: A time or a count as a run measures it: a NaN, an infinity or a negative would score silently wrong.
+SECONDS = Kind("a finite number >= 0", lambda v: _is_number(v) and math.isfinite(v) and v >= 0)
+COUNT = Kind("a whole number >= 0", lambda v: _is_number(v) and math.isfinite(v) and v >= 0 and v == int(v))
 FLAG = Kind("true or false", lambda v: isinstance(v, bool))
 LIST = Kind("a list", _is_list)
 OBJECT = Kind("an object", lambda v: isinstance(v, dict))
@@ -323,17 +327,17 @@ TOP_LOGPROBS = Kind(
 FIELDS: dict[type, dict[str, Kind]] = {
     Trace: {
         "question": TEXT, "output": TEXT, "answer": TEXT.or_null(), "stop_reason": TEXT, "steps": LIST,
-        "probe_id": TEXT, "strategy": TEXT, "seconds": NUMBER, "error": TEXT.or_null(), "service": OBJECT.or_null(),
+        "probe_id": TEXT, "strategy": TEXT, "seconds": SECONDS, "error": TEXT.or_null(), "service": OBJECT.or_null(),
     },
     Step: {"text": TEXT, "lm_calls": LIST, "retrievals": LIST, "gate": OBJECT.or_null()},
     LMCall: {
-        "purpose": TEXT, "prompt_tokens": NUMBER, "evaluated_tokens": NUMBER, "completion_tokens": NUMBER,
-        "text": TEXT, "finish_reason": TEXT, "seconds": NUMBER, "tokens": TEXTS, "logprobs": NUMBERS.or_null(),
+        "purpose": TEXT, "prompt_tokens": COUNT, "evaluated_tokens": COUNT, "completion_tokens": COUNT,
+        "text": TEXT, "finish_reason": TEXT, "seconds": SECONDS, "tokens": TEXTS, "logprobs": NUMBERS.or_null(),
         "cached": FLAG, "top_logprobs": TOP_LOGPROBS.or_null(), "entropies": NUMBERS.or_null(),
         "tool_calls": LIST.or_null(),
     },
     Retrieval: {
-        "query": TEXT, "reason": TEXT, "doc_ids": TEXTS, "seconds": NUMBER.or_null(), "cached": FLAG,
+        "query": TEXT, "reason": TEXT, "doc_ids": TEXTS, "seconds": SECONDS.or_null(), "cached": FLAG,
         "detail": OBJECT, "lm_calls": LIST,
     },
     ToolCall: {"id": TEXT, "name": TEXT, "arguments": OBJECT.or_null(), "raw": TEXT, "ok": FLAG},

@@ -245,11 +245,33 @@ def _set(d: dict, path: tuple, value) -> None:
         (
             ("steps", 0, "lm_calls", 0, "prompt_tokens"),
             "x",
-            "steps[0].lm_calls[0].prompt_tokens: expected a number, got 'x'",
+            "steps[0].lm_calls[0].prompt_tokens: expected a whole number >= 0, got 'x'",
         ),
-        (("seconds",), "x", "seconds: expected a number, got 'x'"),
-        (("seconds",), None, "seconds: expected a number, got null"),  # an errored trace has its seconds too
-        (("steps", 0, "lm_calls", 0, "seconds"), "x", "steps[0].lm_calls[0].seconds: expected a number, got 'x'"),
+        (("seconds",), "x", "seconds: expected a finite number >= 0, got 'x'"),
+        (
+            ("seconds",),
+            None,
+            "seconds: expected a finite number >= 0, got null",
+        ),  # an errored trace has its seconds too
+        (
+            ("steps", 0, "lm_calls", 0, "seconds"),
+            "x",
+            "steps[0].lm_calls[0].seconds: expected a finite number >= 0, got 'x'",
+        ),
+        # A time or a count no run writes would score to inf, NaN (an empty p95, unsaid) or a share below 0.
+        (("seconds",), float("inf"), "seconds: expected a finite number >= 0, got inf"),
+        (("seconds",), float("nan"), "seconds: expected a finite number >= 0, got nan"),
+        (("seconds",), -5, "seconds: expected a finite number >= 0, got -5"),
+        (
+            ("steps", 0, "lm_calls", 0, "prompt_tokens"),
+            1.5,
+            "steps[0].lm_calls[0].prompt_tokens: expected a whole number >= 0, got 1.5",
+        ),
+        (
+            ("steps", 0, "lm_calls", 0, "completion_tokens"),
+            -100,
+            "steps[0].lm_calls[0].completion_tokens: expected a whole number >= 0, got -100",
+        ),
         (("output",), [1], "output: expected a string, got a list"),
         (("steps", 0, "gate"), "x", "steps[0].gate: expected an object or null, got 'x'"),
         (("steps", 0, "gate"), {"score": "x"}, "steps[0].gate.score: expected a number or null, got 'x'"),

@@ -221,7 +221,7 @@ def test_duplicate_traces_are_read_once_the_first_wins(tmp_path):
         (_line("p9", "x").replace('"answer": ', '"answr": "x", "answer": '), "not a trace (TypeError: "),
         (
             _line("p9", "x").replace('"output"', '"seconds": "1", "output"'),
-            "not a trace (seconds: expected a number, got '1')",
+            "not a trace (seconds: expected a finite number >= 0, got '1')",
         ),
         (b"\xff\xfe\n", "not a trace ('utf-8' codec can't decode"),
     ],
