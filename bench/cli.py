@@ -328,6 +328,11 @@ def _rescore(args: argparse.Namespace):
         raise UserError(f"{traces_file}: cannot be read ({e.strerror or e})") from None
     probes = _selection(info, probe_set, run_json)
     traces = [t for t in traces if t.probe_id in probes and t.strategy in config["strategies"]]
+    if not traces and info.get("status") == "complete":  # emptied, or run.json edited: not a run's scoring
+        raise UserError(
+            f"{traces_file}: holds no trace of the run's strategies and probes, yet {run_json} says the run "
+            "is complete; its summary is kept"
+        )
     summary = summary_frame(
         traces,
         probes,
@@ -407,8 +412,8 @@ def _selection(info: dict, probe_set, run_json: Path) -> dict:
     if ids is None:
         limit = info.get("limit")
         return dict(list(by_id.items())[:limit] if isinstance(limit, int) and limit > 0 else by_id.items())
-    if not isinstance(ids, list) or not all(isinstance(i, str) for i in ids):
-        raise UserError(f"{run_json}: probe_ids: expected a list of probe ids")
+    if not isinstance(ids, list) or not ids or not all(isinstance(i, str) for i in ids):
+        raise UserError(f"{run_json}: probe_ids: expected a list of probe ids (a run selects one at least)")
     missing = [i for i in ids if i not in by_id]
     if missing:
         raise UserError(
@@ -447,6 +452,7 @@ def _score(args: argparse.Namespace) -> int:
         tables = {field: breakdown(rows, field, list(info["config"]["strategies"])) for field in files}
     except BreakdownError as e:
         raise UserError(str(e)) from None
+    _check_targets(run_dir, *files.values())
     if _publish(run_dir, info, summary, line) and (run_dir / REPORT_HTML).exists():
         print(f"{run_dir / REPORT_HTML} still shows the earlier scoring: flarebench report {run_dir} rebuilds it")
     print(
@@ -457,6 +463,16 @@ def _score(args: argparse.Namespace) -> int:
         print(f"\nby {field} ({files[field]}):\n{format_table(table)}")
     _triggers(run_dir, traces, probe_set, rows)
     return 0
+
+
+def _check_targets(run_dir: Path, *extra: str) -> None:
+    """Before a scoring writes any file, refuse one it could not write (a folder in its place): the
+    summary files, run.json and triggers.csv, and ``extra`` (report.html, the --by breakdowns)."""
+    from flarebench.bench.report import SUMMARY_FILES, check_writable
+    from flarebench.bench.session import RUN_JSON
+    from flarebench.bench.trigger_scores import TRIGGERS_CSV
+
+    check_writable([run_dir / name for name in (*SUMMARY_FILES, RUN_JSON, TRIGGERS_CSV, *extra)])
 
 
 def _triggers(run_dir: Path, traces: list, probe_set, rows=None) -> None:
@@ -476,11 +492,11 @@ def _triggers(run_dir: Path, traces: list, probe_set, rows=None) -> None:
 
 
 def _report(args: argparse.Namespace) -> int:
-    from flarebench.bench.html import write_report
+    from flarebench.bench.html import REPORT_HTML, write_report
     from flarebench.bench.report import format_table
 
     run_dir, info, traces, probe_set, summary, line = _rescore(args)
-    # The page first: when it cannot be written, the summary files are left as they were.
+    _check_targets(run_dir, REPORT_HTML)
     report = write_report(run_dir, summary, info, traces, probe_set)
     _publish(run_dir, info, summary, line)
     print(format_table(summary, compact=True))

@@ -40,6 +40,23 @@ def write_atomic(path: Path, text: str) -> None:
         raise WriteError(f"{path}: cannot be written ({e.strerror or e})") from None
 
 
+#: The files a scoring writes into a run folder (``score`` and ``report``; run.json and report.html
+#: are named by their modules), so that each can be checked before any is written.
+SUMMARY_FILES = (SUMMARY_CSV, SUMMARY_MD, ADOPTION_MD, CALIBRATION_CSV)
+
+
+def check_writable(paths: list[Path]) -> None:
+    """Refuse (WriteError) any of ``paths`` that cannot be replaced, before a command that writes
+    several of them writes the first: a folder (or anything but a file) in its place, or a folder it
+    cannot write in. Otherwise the files written before it would disagree with those after it."""
+    for path in paths:
+        if (path.exists() or path.is_symlink()) and not path.is_file():
+            kind = "a folder" if path.is_dir() else "something other than a file"
+            raise WriteError(f"{path}: cannot be written ({kind} is in its place); nothing was written")
+        if not os.access(path.parent, os.W_OK):
+            raise WriteError(f"{path}: cannot be written (its folder is not writable); nothing was written")
+
+
 def probe_rows(traces: list[Trace], probes: dict) -> pd.DataFrame:
     """One row per (strategy, probe) (see :func:`flarebench.bench.metrics.probe_row`): strategies in the order
     they first appear, each one's probes in the probe set's order. A concurrent run writes traces as

@@ -367,15 +367,45 @@ def test_score_and_report_of_a_run_stopped_before_its_first_trace_score_no_probe
     assert all(outputs[False, command] == outputs[True, command] for command in ("score", "report"))
 
 
-@pytest.mark.parametrize("command, name", [("report", "report.html"), ("score", "summary.csv")])
+@pytest.mark.parametrize(
+    "command, name",
+    [
+        ("report", "report.html"),
+        ("score", "summary.csv"),
+        # Written last: without a check of every file first, the ones before it would be rewritten
+        # (with --reference, to another reference than run.json records).
+        ("score", "adoption.md"),
+        ("report", "summary.md"),
+        ("score", "triggers.csv"),
+        ("score", "breakdown_hops.csv"),
+    ],
+)
 def test_a_file_score_or_report_cannot_write_is_one_line_and_the_folder_is_left_as_it_was(scripted_run, command, name):
     path = scripted_run / name
-    path.unlink()
+    path.unlink(missing_ok=True)
     path.mkdir()
     before = _state(scripted_run)
-    code, out, err = run_cli(command, str(scripted_run))
-    assert _one_line(code, err) == f"flarebench: {path}: cannot be written (Is a directory)"
+    by = ("--by", "hops") if command == "score" else ()
+    code, out, err = run_cli(command, str(scripted_run), "--reference", "no_retrieval", *by)
+    assert (
+        _one_line(code, err) == f"flarebench: {path}: cannot be written (a folder is in its place); nothing was written"
+    )
     assert _state(scripted_run) == before  # no temporary file left, no summary file rewritten
+
+
+@pytest.mark.parametrize("edit", ["emptied", "no probe selected"])
+def test_a_complete_run_whose_traces_or_selection_were_emptied_keeps_its_summary(scripted_run, edit):
+    traces, run_json = scripted_run / "traces.jsonl", scripted_run / "run.json"
+    if edit == "emptied":
+        traces.write_text("")
+        why = f"{traces}: holds no trace of the run's strategies and probes, yet {run_json} says the run is complete"
+    else:
+        run_json.write_text(json.dumps({**json.loads(run_json.read_text()), "probe_ids": []}))
+        why = f"{run_json}: probe_ids: expected a list of probe ids (a run selects one at least)"
+    before = _state(scripted_run)
+    for command in ("score", "report"):
+        assert _one_line(*run_cli(command, str(scripted_run))[::2]).startswith(f"flarebench: {why}")
+    assert _state(scripted_run) == before
 
 
 @pytest.mark.parametrize(
