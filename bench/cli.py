@@ -506,13 +506,23 @@ def _report(args: argparse.Namespace) -> int:
 
 
 def _judge(args: argparse.Namespace, info: dict):
-    """The faithfulness judge to score with: the one given to `score`, else the judge the run
-    recorded (its key read again from the environment), else None (the offline method)."""
+    """The faithfulness judge to score with: the one given to `score` (``none``: the offline
+    method), else the judge the run recorded (its key, and any credentials of its URL, read again
+    from the environment), else None (the offline method)."""
     from flarebench.bench.faithfulness import JudgeError, parse_judge
+    from flarebench.strategies.http_client import REDACTED
 
     recorded = (info.get("scoring") or {}).get("judge") or {}
-    spec = args.judge or recorded.get("spec")
-    base_url = args.judge_base_url or (recorded.get("base_url") if not args.judge else None)
+    spec = args.judge if args.judge is not None else recorded.get("spec")
+    base_url = args.judge_base_url or (recorded.get("base_url") if args.judge is None else None)
+    if base_url and REDACTED in base_url and not args.judge_base_url:
+        # Its credentials were not recorded: $JUDGE_BASE_URL (or --judge-base-url) gives them again.
+        if not os.environ.get("JUDGE_BASE_URL"):
+            raise UserError(
+                f"run.json: scoring.judge.base_url {base_url} was recorded without its credentials; give the "
+                "judge's URL again (--judge-base-url or $JUDGE_BASE_URL), or --judge none for the offline score"
+            )
+        base_url = None
     try:
         return parse_judge(spec, base_url)
     except JudgeError as e:

@@ -227,12 +227,15 @@ def _dist_version(name: str) -> str | None:
 def parse_judge(spec: str | None, base_url: str | None = None, env: Mapping[str, str] | None = None) -> Judge | None:
     """``--judge`` / ``--judge-base-url`` into a :class:`Judge` (None when no judge is asked for).
 
-    ``spec`` is ``openai:MODEL``. The base URL is ``base_url``, else ``$JUDGE_BASE_URL``, else the
-    openai client's own (``$OPENAI_BASE_URL`` or api.openai.com). The key is ``$JUDGE_API_KEY``, else
-    ``$OPENAI_API_KEY``; a local endpoint given without any key gets the placeholder ``no-key``.
-    ``$JUDGE_JSON_MODE`` (``json``, the default, or ``json_schema``) sets :attr:`Judge.json_mode`.
+    ``spec`` is ``openai:MODEL``, or ``none`` (no judge: the offline score). The base URL is
+    ``base_url``, else ``$JUDGE_BASE_URL``, else the openai client's own (``$OPENAI_BASE_URL`` or
+    api.openai.com). The key is ``$JUDGE_API_KEY``, else ``$OPENAI_API_KEY``; a local endpoint given
+    without any key gets the placeholder ``no-key``. ``$JUDGE_JSON_MODE`` (``json``, the default, or
+    ``json_schema``) sets :attr:`Judge.json_mode`.
     """
-    if not spec:
+    if spec == "":
+        raise JudgeError("--judge is empty: give openai:MODEL, or none for the offline lexical-slots score")
+    if spec is None or spec == "none":  # none also drops a judge a run recorded (score, report)
         if base_url:
             raise JudgeError("--judge-base-url only applies to --judge openai:MODEL")
         return None

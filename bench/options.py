@@ -265,7 +265,8 @@ RUN_OPTIONS: tuple[Option, ...] = (
         "--judge",
         "judge LM for faithfulness: openai:MODEL on any OpenAI-compatible endpoint, scored with ragas's "
         "faithfulness metric; the key comes from JUDGE_API_KEY (else OPENAI_API_KEY) and is never recorded "
-        "(default: none, the offline lexical-slots score)",
+        "(default: none, the offline lexical-slots score; `score` and `report` reuse a judge the run recorded "
+        "unless given --judge none)",
         metavar="SPEC",
     ),
     Option(

@@ -266,3 +266,25 @@ def test_score_loads_the_plugins_the_run_was_made_with(tmp_path):
     assert scored.returncode == 0, scored.stderr
     assert f"plugins: --plugin {plugin}: no such file; scored without it (give --plugin to load it)" in scored.stderr
     assert "plugin_chars" not in pd.read_csv(tmp_path / "run" / "summary.csv").columns
+
+
+def test_a_recorded_judge_is_reused_unless_dropped_and_its_url_credentials_are_given_again(monkeypatch):
+    import argparse
+
+    from flarebench.bench.cli import UserError, _judge
+
+    monkeypatch.setenv("JUDGE_API_KEY", "k")
+    monkeypatch.delenv("JUDGE_BASE_URL", raising=False)
+    info = {"scoring": {"judge": {"spec": "openai:m", "base_url": "http://127.0.0.1:9/v1"}}}
+    judge = _judge(argparse.Namespace(judge=None, judge_base_url=None), info)
+    assert (judge.model, judge.base_url) == ("m", "http://127.0.0.1:9/v1")
+    # none drops it (an endpoint gone would otherwise block every later rescoring); empty is refused.
+    assert _judge(argparse.Namespace(judge="none", judge_base_url=None), info) is None
+    with pytest.raises(UserError, match="--judge is empty: give openai:MODEL, or none"):
+        _judge(argparse.Namespace(judge="", judge_base_url=None), info)
+    # A URL recorded without its credentials is not called as it stands: the environment gives it again.
+    info["scoring"]["judge"]["base_url"] = "http://***@127.0.0.1:9/v1"
+    with pytest.raises(UserError, match=r"base_url http://\*\*\*@127.0.0.1:9/v1 was recorded without its credentials"):
+        _judge(argparse.Namespace(judge=None, judge_base_url=None), info)
+    monkeypatch.setenv("JUDGE_BASE_URL", "http://user:pw@127.0.0.1:9/v1")
+    assert _judge(argparse.Namespace(judge=None, judge_base_url=None), info).base_url == "http://user:pw@127.0.0.1:9/v1"
