@@ -88,7 +88,7 @@ def load(start: Path | None = None) -> Settings:
     by_key = {opt.flag.removeprefix("--"): opt for opt in RUN_OPTIONS}
     values = {}
     for key, raw in table.items():
-        where = f"{path}:{line_of(text, key)}: {key}"
+        where = f"{path}:{_line(path, text, key)}: {key}"
         opt = by_key.get(key)
         if opt is None:
             close = difflib.get_close_matches(key, by_key, n=1)
@@ -164,7 +164,17 @@ def locate(message: str, sources: dict[str, str], option: str | None = None) -> 
     if source is None or source in (COMMAND_LINE, DEFAULT):
         return message
     path, key = Path(source), flag.removeprefix("--")
-    return f"{path}:{line_of(_text(path), key)}: {key}: {message}"
+    return f"{path}:{_line(path, _text(path), key)}: {key}: {message}"
+
+
+def _line(path: Path, text: str, key: str) -> int | str:
+    """The line of ``key`` in a config file; in a pyproject.toml, the one under ``[tool.flarebench]``
+    (coverage has a ``concurrency`` too), else its dotted spelling anywhere (``flarebench.limit =``)."""
+    if path.name == PYPROJECT:
+        table, under = line_of(text, "flarebench"), line_of(text, "flarebench", key)
+        if under != table:
+            return under
+    return line_of(text, key)
 
 
 def _text(path: Path) -> str:

@@ -96,6 +96,8 @@ def test_a_bad_file_is_one_line_naming_file_line_and_key(tmp_path, text, problem
         ("[tool]\nflarebench = 5\n", ": [tool.flarebench] must be a table"),
         ("[tool.flarebench.sub]\nx = 1\n", ":1: sub: unknown key"),
         ("[project]\nname = = 1\n[tool.flarebench]\nlimit = 2\n", ": not valid TOML: "),
+        # Another tool's key of the same name above the table is not the line named.
+        ("[tool.other]\nlimit = 5\n\n[tool.flarebench]\nlimit = 'x'\n", ":5: limit: expected int, got 'x'"),
     ],
 )
 def test_every_toml_spelling_of_the_pyproject_table_is_read(tmp_path, text, problem):
