@@ -10,6 +10,7 @@ probes (see :mod:`flarebench.bench.scaffold`).
 from __future__ import annotations
 
 import argparse
+import difflib
 import gc
 import json
 import os
@@ -714,8 +715,10 @@ def build_parser() -> argparse.ArgumentParser:
     )
     sub = ap.add_subparsers(dest="command", required=True)
 
+    ap.commands = {}  # each command's parser: an unknown option is said with that command's usage
+
     def command(name: str, func, help: str, description: str) -> argparse.ArgumentParser:
-        parser = sub.add_parser(name, help=help, description=description)
+        parser = ap.commands[name] = sub.add_parser(name, help=help, description=description)
         parser.set_defaults(func=func)
         parser.add_argument(PLUGIN.flag, **PLUGIN.argparse_kwargs())  # every command takes --plugin
         return parser
@@ -907,8 +910,26 @@ def _freeze_imports() -> None:
     gc.freeze()
 
 
+def _parse(argv: list[str] | None) -> argparse.Namespace:
+    """The command line parsed; an option the command does not take is refused with that command's
+    usage (not the top level's) and the option it was probably meant to be."""
+    parser = build_parser()
+    args, unknown = parser.parse_known_args(argv)
+    if unknown:
+        command = parser.commands[args.command]
+        flags = [flag for action in command._actions for flag in action.option_strings]
+        close = [
+            m for u in unknown if u.startswith("-") for m in difflib.get_close_matches(u.split("=")[0], flags, n=1)
+        ]
+        hint = f" (did you mean {close[0]}?)" if close else ""
+        if args.command == "sweep" and any(u.split("=")[0] == "--values" for u in unknown):
+            hint = " (sweep takes its values in --param NAME=V1,V2,...; --param NAME --values V1,V2 is calibrate's)"
+        command.error(f"unrecognized arguments: {' '.join(unknown)}{hint}")
+    return args
+
+
 def main(argv: list[str] | None = None) -> int:
-    args = build_parser().parse_args(argv)
+    args = _parse(argv)
     hint = resume_hint(gated=bool(getattr(args, "gate", None) or getattr(args, "save_baseline", None)))
     try:
         with sigterm_interrupts():  # a cancelled CI job stops the run as Ctrl-C does
