@@ -317,6 +317,9 @@ _PRICE = {"model": "scripted", "prompt_per_1m": "x", "completion_per_1m": 1.0}
         ("config.lm", "x", "config.lm: expected an object, got 'x'"),
         ("config.retriever", {}, "config.retriever.name: missing"),
         ("config.strategies", "x", "config.strategies: expected an object, got 'x'"),  # was scored as no probe
+        ("config.strategies.no_retrieval", "x", "config.strategies.no_retrieval: expected an object, got 'x'"),
+        ("status", 7, "status: expected one of running, partial, interrupted, complete, got 7"),
+        ("limit", "abc", "limit: expected a whole number >= 1 or null, got 'abc'"),
         ("config", "x", "config: expected an object, got 'x'"),
         ("config", _DELETED, "config: missing"),
         ("", [], "expected an object, got a list"),  # the whole file
