@@ -555,9 +555,10 @@ def _scoring(args: argparse.Namespace, info: dict, run_json: Path):
     from flarebench.bench.paths import PathError, check_input_file
     from flarebench.bench.prices import Price, PriceError, price_for
     from flarebench.bench.uncertainty import DEFAULT_REFERENCE
-    from flarebench.strategies.registry import SpecError, parse_spec
+    from flarebench.strategies.registry import SpecError, canonical, parse_spec
 
     if args.reference:  # one the run lacks is said in the summary; one that is no strategy is a typo
+        args.reference = canonical(args.reference)  # as the run's rows are labelled
         try:
             parse_spec(args.reference)
         except SpecError as e:

@@ -60,7 +60,7 @@ from flarebench.strategies.backends import lm_class, only_for
 from flarebench.strategies.base import LONG_ANSWER_DEFAULTS
 from flarebench.strategies.lm import LMError, LMUnavailable
 from flarebench.strategies.records import OBJECT, Trace, check_fields
-from flarebench.strategies.registry import expand, parse_spec
+from flarebench.strategies.registry import canonical, expand, parse_spec
 from flarebench.strategies.triggers import Gated
 
 RUN_JSON = "run.json"
@@ -229,6 +229,7 @@ class BenchSession:
                 f"--record-topk records the drafts of a strategy with a trigger (flare_direct, adaptive); "
                 f"{', '.join(self.specs)} draft nothing"
             )
+        self.reference = canonical(self.reference)  # as the rows are labelled (expand)
         try:  # a reference the run lacks is said in its summary; one that is no strategy is a typo
             parse_spec(self.reference)
         except SpecError as e:

@@ -94,6 +94,11 @@ def test_resume_with_other_prices_or_reference_is_allowed(tmp_path, scripted_lm)
     assert (run_dir / "traces.jsonl").read_text() == traces  # resumed, nothing generated again
     assert json.loads((run_dir / "run.json").read_text())["scoring"]["reference"] == "no_retrieval"
     assert pd.read_csv(run_dir / "summary.csv")["cost_per_q"].iloc[0] > 0
+    # A reference spelled with spaces or a trailing colon is the row of that spec, as a --strategy is.
+    code, out, err = run_cli("score", str(run_dir), "--reference", " flare_direct: ")
+    assert code == 0 and "is not in this run" not in out, out + err
+    assert json.loads((run_dir / "run.json").read_text())["scoring"]["reference"] == "flare_direct"
+    assert pd.read_csv(run_dir / "summary.csv")["delta_reference"].iloc[0] == "flare_direct"
 
 
 def test_bad_price_file_is_a_usage_error(tmp_path, scripted_lm):
