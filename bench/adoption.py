@@ -22,6 +22,7 @@ import pandas as pd
 from tabulate import tabulate
 
 from flarebench.bench.bounds import never_retrieved, strategy_rows
+from flarebench.bench.markdown import cell
 from flarebench.bench.metrics import COLUMN_DOCS
 from flarebench.bench.scorers.deltas import paired
 from flarebench.bench.scorers.facts import fact_flags
@@ -466,9 +467,10 @@ def markdown(a: Adoption, run_name: str) -> str:
         return "\n".join(out)
     out.append(f"{intro(a)}\n")
     for table in a.tables:
-        body = [[r.label, r.before, r.after, r.difference] for r in table.rows]
+        body = [[cell(r.label), cell(r.before), cell(r.after), cell(r.difference)] for r in table.rows]
         out.append(f"## {table.strategy}\n")
-        out.append(tabulate(body, headers=headers(a, table.strategy), tablefmt="github", disable_numparse=True) + "\n")
+        shown = [cell(h) for h in headers(a, table.strategy)]
+        out.append(tabulate(body, headers=shown, tablefmt="github", disable_numparse=True) + "\n")
     out.append("## Rows\n")
     out.append("".join(f"- **{label}** (`{column}`): {doc}\n" for label, column, doc in a.legend))
     out.append(

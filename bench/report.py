@@ -13,6 +13,7 @@ from tabulate import tabulate
 
 from flarebench.bench.adoption import ADOPTION_MD, adoption, markdown
 from flarebench.bench.calibrate import CALIBRATION_CSV, calibration_lines, calibration_note, calibration_table
+from flarebench.bench.markdown import cell
 from flarebench.bench.metrics import COLUMN_DOCS, SUMMARY_COLUMNS, probe_row, summarize
 from flarebench.bench.paths import WriteError
 from flarebench.strategies.records import Trace
@@ -231,6 +232,8 @@ def format_table(summary: pd.DataFrame, fmt: str = "github", compact: bool = Fal
     floatfmt = [f".{n}f" for n in decimals(frame).values()]
     # A value that cannot be computed is empty, as summary.csv writes it, never "nan".
     frame = frame.astype(object).where(frame.notna(), None)
+    if fmt == "github":
+        frame = frame.map(cell)
     return tabulate(frame, headers="keys", tablefmt=fmt, showindex=False, floatfmt=floatfmt, missingval="")
 
 

@@ -87,6 +87,17 @@ def test_the_rows_of_a_hand_made_summary():
     assert "[summary.md](summary.md#columns)" in md and "docs/metrics.md" in md
 
 
+def test_a_pipe_in_a_strategy_name_does_not_shift_the_cells_of_a_markdown_table():
+    from flarebench.bench.report import format_table
+
+    study = pd.DataFrame(STUDY).replace({"flare_direct": "team|rag", "single_time": "base|line"})
+    for md in (markdown(adoption(study, reference="base|line"), "run"), format_table(study)):
+        rows = [line for line in md.splitlines() if line.startswith("|")]
+        # Every row of a table has as many cells as its header (split on the unescaped pipes).
+        widths = {len(re.split(r"(?<!\\)\|", line)) for line in rows}
+        assert rows and len(widths) == 1 and "team\\|rag" in md, md
+
+
 def test_a_strategy_that_never_fired_shows_a_dash_never_0():
     study = pd.DataFrame(STUDY)
     never = study.iloc[[1]].assign(
