@@ -231,9 +231,11 @@ def format_table(summary: pd.DataFrame, fmt: str = "github", compact: bool = Fal
     frame = compact_frame(summary) if compact else summary
     floatfmt = [f".{n}f" for n in decimals(frame).values()]
     # A value that cannot be computed is empty, as summary.csv writes it, never "nan".
+    if fmt == "github":  # a label's | would end its cell; only a column holding one is touched
+        piped = [c for c in frame.columns if any(isinstance(v, str) and "|" in v for v in frame[c])]
+        escaped = {c: pd.Series([cell(v) for v in frame[c]], index=frame.index, dtype=object) for c in piped}
+        frame = frame.assign(**escaped)
     frame = frame.astype(object).where(frame.notna(), None)
-    if fmt == "github":
-        frame = frame.map(cell)
     return tabulate(frame, headers="keys", tablefmt=fmt, showindex=False, floatfmt=floatfmt, missingval="")
 
 
