@@ -164,7 +164,12 @@ def _calibrated(args: argparse.Namespace, plans: dict, goal, kind: str, extra: d
     from flarebench.bench.report import format_table
 
     if args.gate or args.save_baseline:
-        raise UserError("--gate and --save-baseline gate a plain run; calibrated runs are not gated")
+        from flarebench.bench.settings import locate
+
+        flag = "--gate" if args.gate else "--save-baseline"  # named by its config file's line when set there
+        raise UserError(
+            locate(f"{flag} gates a plain run; calibrated runs are not gated", args.option_sources or {}, flag)
+        )
     if args.executor == "ray":  # its dev runs go through a cache of the run folder, in this process
         raise UserError(f"--executor ray runs run, compare and sweep; {kind} with a goal runs in this process")
     try:

@@ -336,6 +336,19 @@ def test_the_calibration_table_leads_with_the_objective_and_shows_the_long_answe
 # -- the command line refuses what it cannot calibrate, before loading anything --------------------
 
 
+def test_a_gate_from_the_config_file_is_named_by_its_line_when_a_calibration_refuses_it(capsys, tmp_path, monkeypatch):
+    from flarebench.bench.cli import main
+
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "flarebench.toml").write_text('limit = 4\ngate = "bench/baseline.json"\n')
+    argv = ["calibrate", "--strategy", "flare_direct", "--target", "retrieval_rate=0.5"]
+    assert main([*argv, "--report-dir", str(tmp_path / "run")]) == 2
+    err = capsys.readouterr().err
+    assert err == (
+        f"flarebench: {tmp_path / 'flarebench.toml'}:2: gate: --gate gates a plain run; calibrated runs are not gated\n"
+    )
+
+
 @pytest.mark.parametrize(
     ("argv", "message"),
     [
