@@ -294,6 +294,7 @@ def _rescore(args: argparse.Namespace):
     from flarebench.bench.runner import TRACES, TraceError, TraceLog
     from flarebench.bench.session import RUN_JSON, ConfigError, read_run_json
     from flarebench.probes.load import ProbeError, load_probe_set
+    from flarebench.strategies.plugins import recorded
 
     run_dir = Path(args.run_dir)
     run_json, traces_file = run_dir / RUN_JSON, run_dir / TRACES
@@ -308,6 +309,13 @@ def _rescore(args: argparse.Namespace):
     _check_run_info(info, run_json)
     if not args.plugin:
         _recorded_plugins(info.get("plugins") or [], run_json)
+    elif left := [ref for ref in info.get("plugins") or [] if ref not in {recorded(r) for r in args.plugin}]:
+        # --plugin replaces the recorded ones: a scorer or trigger of those would be missing unsaid.
+        print(
+            f"flarebench: {run_json}: plugins: {', '.join(left)} not loaded (--plugin given; name it too to "
+            "score with it)",
+            file=sys.stderr,
+        )
     # A run stopped before its first probe finished has no traces.jsonl yet and is scored as none
     # (TraceLog.read); a complete run's was deleted, and its empty summary would replace the run's.
     if not traces_file.exists() and info.get("status") == "complete":

@@ -541,7 +541,7 @@ class BenchSession:
         if self.option_sources:
             info["option_sources"] = self.option_sources
         if self.plugin:  # a file by its absolute path: score and report load it again from any folder
-            info["plugins"] = [str(Path(r).resolve()) if r.endswith(".py") else r for r in self.plugin]
+            info["plugins"] = [plugins.recorded(ref) for ref in self.plugin]
         if self.study:
             info["study"] = self.study
         if self.disk_cache is not None:

@@ -95,6 +95,12 @@ def load(ref: str) -> None:
     _loaded.add(key)
 
 
+def recorded(ref: str) -> str:
+    """``ref`` as run.json records it, so that it loads again from any folder: a file by its
+    absolute path, a module by its name."""
+    return str(Path(ref).resolve()) if ref.endswith(".py") else ref
+
+
 def digest(ref: str) -> str | None:
     """The sha256 of a loaded plugin's code: the file of ``ref`` (``FILE.py``, or a module's own
     file); None when it has none to read (a namespace package)."""

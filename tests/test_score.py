@@ -265,6 +265,11 @@ def test_score_loads_the_plugins_the_run_was_made_with(tmp_path):
     scored = subprocess.run(score, capture_output=True, text=True)
     assert "scored without it" not in scored.stderr, scored.stderr
     assert scored.returncode == 0 and "plugin_chars" in pd.read_csv(tmp_path / "run" / "summary.csv").columns
+    # Another --plugin replaces the recorded ones: said, as their columns would go unsaid.
+    other = tmp_path / "other.py"
+    other.write_text("x = 1\n")
+    given = subprocess.run([*score, "--plugin", str(other)], capture_output=True, text=True)
+    assert given.returncode == 0 and f"{plugin} not loaded (--plugin given;" in given.stderr, given.stderr
     # A plugin that cannot be loaded from here any more is said, and the run is scored without it.
     plugin.unlink()
     scored = subprocess.run(score, capture_output=True, text=True)
