@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import difflib
 import re
+import sys
 import tomllib
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -52,6 +53,11 @@ def find(start: Path) -> Path | None:
     ``flarebench.toml`` or a ``pyproject.toml`` with a ``[tool.flarebench]`` table."""
     for folder in [start, *start.parents]:
         if (folder / CONFIG_FILE).is_file():
+            if has_table(folder / PYPROJECT):  # documented, but a table edited in vain would go unsaid
+                print(
+                    f"flarebench: note: {folder / PYPROJECT} [tool.flarebench] is not read: {CONFIG_FILE} beside it is",
+                    file=sys.stderr,
+                )
             return folder / CONFIG_FILE
         if has_table(folder / PYPROJECT):
             return folder / PYPROJECT

@@ -109,6 +109,15 @@ def test_every_toml_spelling_of_the_pyproject_table_is_read(tmp_path, text, prob
     assert str(e.value).startswith(f"{path}{problem}") and "\n" not in str(e.value)
 
 
+def test_a_pyproject_table_beside_a_flarebench_toml_is_said_not_read(tmp_path, capsys):
+    _write(tmp_path, "flarebench.toml", "limit = 1\n")
+    _write(tmp_path, "pyproject.toml", "[tool.flarebench]\nlimit = 2\n")
+    assert load(tmp_path).values == {"limit": 1}
+    assert capsys.readouterr().err == (
+        f"flarebench: note: {tmp_path / 'pyproject.toml'} [tool.flarebench] is not read: flarebench.toml beside it is\n"
+    )
+
+
 def test_cache_false_is_no_cache(tmp_path):
     _write(tmp_path, "flarebench.toml", "cache = false\n")
     assert load(tmp_path).values == {"cache": None}
