@@ -39,8 +39,11 @@ BACKOFF_MAX_S = 8.0
 #: Query parameter names whose values are redacted: any name containing one of these.
 SECRET_PARAM = re.compile(r"key|token|secret|passw|auth|sig|credential", re.IGNORECASE)
 REDACTED = "***"
-#: A URL inside a text (:func:`redact_urls`): it ends at whitespace, a quote or a comma.
-URL = re.compile(r"https?://[^\s'\",]+")
+#: A URL inside a text (:func:`redact_urls`): it ends at whitespace, a quote or a comma, and not on
+#: a colon (``SPEC: message``: the colon is the message's).
+URL = re.compile(r"https?://[^\s'\",]*[^\s'\",:]")
+#: A query parameter inside a text, also of a URL whose scheme is mistyped (``https//h/x?api_key=...``).
+PARAM = re.compile(r"([?&])([^=&\s'\",?#]+)=((?:[^&\s'\",#]*[^&\s'\",#:])?)")
 #: Secrets shorter than this are redacted in the URL only: replacing them everywhere in a message
 #: would mangle it.
 MIN_SECRET = 4
@@ -171,14 +174,20 @@ def redact_url(url: str) -> str:
 
 
 def redact_urls(text: str) -> str:
-    """``text`` with every ``http://`` or ``https://`` URL in it redacted (:func:`redact_url`); a
-    comma ends a URL, as it ends a strategy parameter."""
-    return URL.sub(lambda m: redact_url(m.group()), text)
+    """``text`` with every ``http://`` or ``https://`` URL in it redacted (:func:`redact_url`), and
+    the value of every other key-like query parameter (a URL whose scheme is mistyped is none to
+    parse); a comma ends a URL, as it ends a strategy parameter."""
+    text = URL.sub(lambda m: redact_url(m.group()), text)
+    return PARAM.sub(lambda m: f"{m[1]}{m[2]}={REDACTED}" if m[3] and _secret_name(m[2]) else m[0], text)
+
+
+def _secret_name(name: str) -> bool:
+    return bool(SECRET_PARAM.search(urllib.parse.unquote_plus(name)))
 
 
 def _redact_param(param: str) -> str:
     name, eq, value = param.partition("=")
-    return f"{name}={REDACTED}" if eq and value and SECRET_PARAM.search(urllib.parse.unquote_plus(name)) else param
+    return f"{name}={REDACTED}" if eq and value and _secret_name(name) else param
 
 
 def _secrets(url: str) -> list[str]:

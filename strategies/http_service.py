@@ -66,10 +66,10 @@ class HTTPService(Strategy):
         if not self.url:
             raise ValueError("needs url=URL, the endpoint each question is POSTed to (http:url=http://HOST:PORT/PATH)")
         if not is_http_url(self.url):
-            raise ValueError(f"url must be an http:// or https:// URL, got {self.url!r}")
+            raise ValueError(f"url must be an http:// or https:// URL, got {redact_url(self.url)!r}")
         if redact_url(self.url) != self.url:
             raise ValueError(
-                "url holds credentials or a key-like query parameter, which run.json and every trace "
+                "url holds credentials, a key-like query parameter or a fragment, which run.json and every trace "
                 "would record; remove them (the service can read its key from its own environment)"
             )
         if not 0 < self.timeout < math.inf:

@@ -120,10 +120,24 @@ def test_http_is_known_but_not_in_all_and_needs_a_url():
     with pytest.raises(SpecError, match="url must be an http:// or https:// URL"):
         parse_spec("http:url=127.0.0.1:8000")
     # A key in the URL would be recorded with the spec everywhere; the refusal does not show it either.
-    for url in ("http://user:sk-SECRET123@127.0.0.1/answer", "http://127.0.0.1/answer?v=2&api_key=sk-SECRET123"):
-        with pytest.raises(SpecError, match="url holds credentials or a key-like query parameter") as refused:
+    for url in (
+        "http://user:sk-SECRET123@127.0.0.1/answer",
+        "http://127.0.0.1/answer?v=2&api_key=sk-SECRET123",
+        "http://127.0.0.1/answer#sk-SECRET123",  # never sent, yet recorded everywhere
+    ):
+        with pytest.raises(
+            SpecError, match="url holds credentials, a key-like query parameter or a fragment"
+        ) as refused:
             parse_spec(f"http:url={url}")
         assert "SECRET123" not in str(refused.value) and "***" in str(refused.value)
+        assert ": url holds credentials" in str(refused.value)  # the colon after the spec kept
+    # A mistyped scheme is no URL to take apart: its key-like parameters are not shown all the same.
+    with pytest.raises(SpecError) as refused:
+        parse_spec("http:url=https//127.0.0.1:8765/answer?api_key=SECRETVAL3")
+    assert str(refused.value) == (
+        "http:url=https//127.0.0.1:8765/answer?api_key=***: url must be an http:// or https:// URL, "
+        "got 'https//127.0.0.1:8765/answer?api_key=***'"
+    )
     with pytest.raises(SpecError, match="timeout must be a finite number > 0 seconds, got 0"):
         parse_spec("http:url=http://h/a,timeout=0")
     for timeout in ("nan", "inf"):  # refused as every float parameter that is not a finite number
