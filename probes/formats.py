@@ -58,6 +58,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
+from .json_errors import JSON_ERRORS, invalid_json
 from .model import Document, Probe, ProbeSet, RequiredFact
 
 FILE_FORMATS = ("hotpotqa", "2wiki", "asqa", "strategyqa")
@@ -147,15 +148,15 @@ def read_records(path: str, data: bytes, problems: _Problems) -> tuple[str, list
         return "array", []
     try:
         top = json.loads(text)
-    except json.JSONDecodeError as whole:
+    except JSON_ERRORS as whole:
         lines = text.split("\n")
         first = next((i for i, line in enumerate(lines) if line.strip()), 0)
         try:
             first_obj = json.loads(lines[first])
-        except json.JSONDecodeError:
+        except JSON_ERRORS:
             first_obj = None
         if not isinstance(first_obj, dict):  # not JSON lines either: report the JSON error
-            problems.add(whole.lineno, "(json)", f"invalid JSON: {whole.msg} (column {whole.colno})")
+            problems.add(getattr(whole, "lineno", first + 1), "(json)", invalid_json(whole))
             return "array", []
         return "jsonl", _read_jsonl(lines, problems)
     if isinstance(top, list):
@@ -195,8 +196,8 @@ def _read_jsonl(lines: list[str], problems: _Problems) -> list[Record]:
             continue
         try:
             obj = json.loads(line)
-        except json.JSONDecodeError as e:
-            problems.add(n, "(json)", f"invalid JSON: {e.msg} (column {e.colno})")
+        except JSON_ERRORS as e:
+            problems.add(n, "(json)", invalid_json(e))
             continue
         if isinstance(obj, dict):
             records.append(Record(n, obj))

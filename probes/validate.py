@@ -14,6 +14,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field
 
 from flarebench.bench.answers import normalize_answer
+from flarebench.probes.json_errors import JSON_ERRORS, invalid_json
 
 from .model import ANSWER_TYPES, find_licence
 
@@ -68,8 +69,8 @@ def read_jsonl(path: str, data: bytes, problems: list[str]) -> list[tuple[int, d
             continue
         try:
             obj = json.loads(text)
-        except json.JSONDecodeError as e:
-            problems.append(f"{path}:{n}: (json): invalid JSON: {e.msg} (column {e.colno})")
+        except JSON_ERRORS as e:
+            problems.append(f"{path}:{n}: (json): {invalid_json(e)}")
             continue
         if not isinstance(obj, dict):
             problems.append(f"{path}:{n}: (json): expected a JSON object, got {_type_name(obj)}")
@@ -333,11 +334,11 @@ def _check_build(path: str, out: Checked) -> None:
         return
     try:
         build = json.loads(data)
-    except json.JSONDecodeError as e:
-        out.problems.append(f"{path}:{e.lineno}: (json): invalid JSON: {e.msg} (column {e.colno})")
-        return
-    except UnicodeDecodeError as e:
+    except UnicodeDecodeError as e:  # a ValueError too: said first
         out.problems.append(f"{path}:0: (encoding): not UTF-8 ({e.reason} at byte {e.start})")
+        return
+    except JSON_ERRORS as e:
+        out.problems.append(f"{path}:{getattr(e, 'lineno', 0)}: (json): {invalid_json(e)}")
         return
     if not isinstance(build, dict):
         out.problems.append(f"{path}:0: (json): expected a JSON object, got {_type_name(build)}")

@@ -123,8 +123,9 @@ class JSONEndpoint:
             raise self.error(f"answered HTTP {status_text(response)}")
         try:
             return json.loads(response.text)
-        except ValueError as e:
-            raise self.error(f"returned malformed JSON ({e}): {short(response.text)!r}") from None
+        except (ValueError, RecursionError) as e:  # RecursionError: nested too deeply to read
+            why = "nested too deeply to read" if isinstance(e, RecursionError) else str(e)
+            raise self.error(f"returned malformed JSON ({why}): {short(response.text)!r}") from None
 
     def _client(self) -> httpx.Client:
         import httpx

@@ -464,6 +464,15 @@ def test_bad_json(tmp_path):
     assert problems_of(jl) == [
         f"{jl}:3: (json): invalid JSON: Expecting property name enclosed in double quotes (column 2)"
     ]
+    # What json refuses beyond syntax is a problem line too, not a traceback.
+    huge = json.dumps(HOTPOT[0])[:-1] + ', "n": ' + "9" * 5000 + "}"
+    deep = json.dumps(HOTPOT[0])[:-1] + ', "n": ' + "[" * 100_000 + "}"
+    for name, line, why in (
+        ("huge.jsonl", huge, "Exceeds the limit (4300 digits) for integer string conversion"),
+        ("deep.jsonl", deep, "nested too deeply to read"),
+    ):
+        path = write(tmp_path, name, json.dumps(HOTPOT[1]) + "\n" + line + "\n")
+        assert problems_of(path) == [f"{path}:2: (json): invalid JSON: {why}"]
     lst = write(tmp_path, "list.json", [HOTPOT[0], "a string"])
     assert problems_of(lst) == [f"{lst}:2: (json): expected a JSON object for each record, got string"]
     assert problems_of(write(tmp_path, "empty.json", "  \n")) == [f"{tmp_path / 'empty.json'}:0: (file): empty file"]

@@ -106,6 +106,17 @@ def test_bad_json_names_file_and_line(tmp_path):
     assert only_problem(folder).startswith(f"{folder / 'probes.jsonl'}:3: (json): invalid JSON")
 
 
+def test_json_refused_beyond_syntax_names_file_and_line(tmp_path):
+    huge = '{"id": "p3", "question": "q", "answers": ["a"], "n": ' + "9" * 5000 + "}"
+    folder = write_set(tmp_path / "s", probes=_lines(PROBES[:2]) + [huge])
+    assert only_problem(folder) == (
+        f"{folder / 'probes.jsonl'}:3: (json): invalid JSON: "
+        "Exceeds the limit (4300 digits) for integer string conversion"
+    )
+    folder = write_set(tmp_path / "d", probes=_lines(PROBES[:2]) + ["[" * 100_000])
+    assert only_problem(folder) == f"{folder / 'probes.jsonl'}:3: (json): invalid JSON: nested too deeply to read"
+
+
 def test_blank_lines_are_skipped_but_counted(tmp_path):
     folder = write_set(tmp_path / "s", probes=[PROBES[0], "", "   ", "[1, 2]"])
     assert only_problem(folder) == f"{folder / 'probes.jsonl'}:4: (json): expected a JSON object, got list"
