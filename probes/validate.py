@@ -362,7 +362,7 @@ def check_folder(path, *, require_readme: bool = False) -> Checked:
         out.corpus_bytes = data
         found: list[str] = []
         rows = read_jsonl(corpus_path, data, found)
-        if not data.strip():
+        if not rows and not found:  # empty, or blank lines (a byte-order mark alone) only
             found.append(f"{corpus_path}:0: (file): no documents")
         check_corpus(corpus_path, rows, found)
         out.problems += by_line(corpus_path, found)
@@ -373,7 +373,7 @@ def check_folder(path, *, require_readme: bool = False) -> Checked:
         out.probes_bytes = data
         found = []
         rows = read_jsonl(probes_path, data, found)
-        if not data.strip():
+        if not rows and not found:  # empty, or blank lines (a byte-order mark alone) only
             found.append(f"{probes_path}:0: (file): no probes")
         for n, probe in rows:
             _check_probe(probes_path, n, probe, doc_ids, found)

@@ -117,6 +117,16 @@ def test_json_refused_beyond_syntax_names_file_and_line(tmp_path):
     assert only_problem(folder) == f"{folder / 'probes.jsonl'}:3: (json): invalid JSON: nested too deeply to read"
 
 
+def test_a_file_of_a_byte_order_mark_and_blank_lines_holds_nothing(tmp_path):
+    # As an empty file: a run over it would score no probe, and say nothing.
+    folder = write_set(tmp_path / "s")
+    (folder / "probes.jsonl").write_bytes(b"\xef\xbb\xbf\r\n")
+    assert only_problem(folder) == f"{folder / 'probes.jsonl'}:0: (file): no probes"
+    (folder / "probes.jsonl").write_bytes(b"\xef\xbb\xbf" + "\n".join(_lines(PROBES)).encode() + b"\n")
+    (folder / "corpus.jsonl").write_bytes(b"\xef\xbb\xbf\n\n")
+    assert f"{folder / 'corpus.jsonl'}:0: (file): no documents" in validate(folder)
+
+
 def test_blank_lines_are_skipped_but_counted(tmp_path):
     folder = write_set(tmp_path / "s", probes=[PROBES[0], "", "   ", "[1, 2]"])
     assert only_problem(folder) == f"{folder / 'probes.jsonl'}:4: (json): expected a JSON object, got list"
