@@ -85,7 +85,7 @@ class JSONEndpoint:
             if attempt:
                 time.sleep(min(BACKOFF_S * 2 ** (attempt - 1), BACKOFF_MAX_S) * (1 - 0.25 * random.random()))
             try:
-                response = self._client().post(self.url, json=body)
+                response = self._post(body)
             except httpx.TimeoutException:
                 status, why, cause = None, f"did not answer within {self.timeout:g} s", ""
                 continue
@@ -100,6 +100,22 @@ class JSONEndpoint:
         if status is None or status in UNAVAILABLE_STATUS:
             raise ServiceUnavailable(self.redact(f"{self.label} {message}"))
         raise self.error(message)
+
+    def _post(self, body: Any) -> httpx.Response:
+        """One POST, its reply read whole within ``timeout`` seconds: httpx's timeout bounds each
+        read only, so a service trickling its reply a byte at a time would never be cut off."""
+        import httpx
+
+        deadline = time.monotonic() + self.timeout
+        with self._client().stream("POST", self.url, json=body) as response:
+            content = bytearray()
+            for chunk in response.iter_bytes():
+                if time.monotonic() > deadline:
+                    raise httpx.ReadTimeout("the whole reply took longer than the timeout", request=response.request)
+                content += chunk
+        # iter_bytes decoded any content-encoding: the reply is rebuilt as it reads, without it.
+        headers = [(k, v) for k, v in response.headers.multi_items() if k.lower() != "content-encoding"]
+        return httpx.Response(response.status_code, headers=headers, content=bytes(content), request=response.request)
 
     def error(self, problem: str) -> ServiceError:
         """``the service at URL <problem>``, redacted."""

@@ -323,6 +323,34 @@ def test_a_malformed_reply_is_that_probes_error_naming_the_field(service, tmp_pa
     assert message in trace.error and len(service.requests) == 1
 
 
+class Trickle(JSONHandler):
+    """Sends its reply a byte every 0.1 s: each read is quick, the whole reply takes seconds."""
+
+    def do_POST(self):
+        self.json_body()
+        data = json.dumps({"answer": "Ledger", "output": "It is Ledger."}).encode()
+        try:
+            self.send_response(200)
+            self.send_header("Content-Length", str(len(data)))
+            self.end_headers()
+            for byte in data:
+                self.wfile.write(bytes([byte]))
+                self.wfile.flush()
+                time.sleep(0.1)
+        except OSError:  # the client gave up: as it should
+            pass
+
+
+def test_the_timeout_bounds_the_whole_reply_not_each_read():
+    from flarebench.strategies.http_client import JSONEndpoint
+
+    with http_service(Trickle) as url:
+        start = time.perf_counter()
+        with pytest.raises(ServiceUnavailable, match=r"did not answer within 0\.5 s \(1 attempt\)"):
+            JSONEndpoint(f"{url}/answer", timeout=0.5, retries=0).post({"question": "q"})
+        assert time.perf_counter() - start < 2  # not the 4 s the reply takes
+
+
 def test_the_timeout_is_honoured_and_a_service_that_keeps_timing_out_stops_the_run(service, tmp_path):
     service.table["fast"] = [Reply({"answer": "x"})]
     service.table["slow"] = [Reply({"answer": "x"}, delay=2.0)]
