@@ -98,6 +98,10 @@ class Adoption:
         return self
 
 
+def _probe_ids(rows: pd.DataFrame, strategy: str) -> pd.Series:
+    return rows.loc[rows["strategy"] == strategy, "probe_id"]
+
+
 def _group(rows: pd.DataFrame, strategy: str) -> Group:
     return Group(strategy, rows[rows["strategy"] == strategy], Scoring(groups={}))
 
@@ -332,6 +336,8 @@ UNREPORTED = "not reported by the service"
 def _reason(m: Measure, row: Mapping[str, Any]) -> str:
     if row.get("_service") and m.column != FAITHFULNESS.column:  # faithfulness says its own reason
         return UNREPORTED
+    if row.get("_disjoint") and m.unit == RELATIVE:
+        return "no probe has both"
     if m.when_fired and not _value(row, "triggered_share"):
         return "never fired"
     return m.empty(row) if callable(m.empty) else m.empty
@@ -429,6 +435,8 @@ def adoption(
     tables = []
     for strategy in others:
         mine = records[strategy]
+        if rows is not None and not set(_probe_ids(rows, strategy)) & set(_probe_ids(rows, reference)):
+            mine["_disjoint"] = True  # a value relative to the reference has no probe to be taken over
         cells = [
             Row(
                 m.label,

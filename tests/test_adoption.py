@@ -232,6 +232,16 @@ def test_per_probe_rows_give_the_paired_intervals_of_the_deltas():
     assert without["answer faithfulness"] == (f"{MISSING} (not scored)",) * 3
 
 
+def test_strategies_that_share_no_probe_say_so_not_never_fired():
+    # A rescored folder whose strategies ran on different probes: the relative rows have nothing to
+    # be taken over, which is not "never fired" nor "the reference used no tokens".
+    rows = _runs()
+    rows = rows[(rows["strategy"] == "single_time") == (rows["probe_id"] == "p1")]
+    cells = _cells(adoption(summarize(rows, reference="single_time"), rows), "flare_direct")
+    for label in ("tokens on queries where it fired", "tokens, blended over all queries"):
+        assert cells[label][1:] == (f"{MISSING} (no probe has both)",) * 2, label
+
+
 def test_a_difference_over_fewer_probes_than_a_side_has_says_over_which():
     from flarebench.bench.adoption import FAITHFULNESS, _difference
 
