@@ -953,7 +953,8 @@ def _parse(argv: list[str] | None) -> argparse.Namespace:
 
 def main(argv: list[str] | None = None) -> int:
     args = _parse(argv)
-    hint = resume_hint(gated=bool(getattr(args, "gate", None) or getattr(args, "save_baseline", None)))
+    gated = bool(getattr(args, "gate", None) or getattr(args, "save_baseline", None))
+    hint = resume_hint(gated)
     try:
         with sigterm_interrupts():  # a cancelled CI job stops the run as Ctrl-C does
             if args.func in (_run, _compare, _sweep, _calibrate):
@@ -974,7 +975,7 @@ def main(argv: list[str] | None = None) -> int:
         print(f"flarebench: interrupted; {hint}", file=sys.stderr)
         return 130
     except LMUnavailable as e:  # the LM server went away: the run stopped, resumable
-        print(f"flarebench: {e}; {hint}", file=sys.stderr)
+        print(f"flarebench: {e}; {resume_hint(gated, e)}", file=sys.stderr)
         return 3
     except BrokenPipeError:  # the reader went away (`| head`): not the user's mistake, no traceback
         os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())

@@ -182,7 +182,7 @@ def _stop_if_lm_unreachable(config: pytest.Config):
         yield
     except LMUnavailable as e:
         opts = config.stash[_OPTIONS]
-        hint = resume_hint(gated=bool(opts.get("gate") or opts.get("save_baseline")))
+        hint = resume_hint(bool(opts.get("gate") or opts.get("save_baseline")), e)
         pytest.exit(f"flarebench: {e}; {hint}", returncode=pytest.ExitCode.TESTS_FAILED)
 
 

@@ -30,8 +30,15 @@ GATED_RESUME_HINT = (
 )
 
 
-def resume_hint(gated: bool) -> str:
-    """What to tell a user whose run stopped: how to finish it."""
+#: The same when the LM was unreachable before any probe ran: nothing to keep or resume.
+UNREACHED_HINT = "no probe has run: check the LM's address (--lm-base-url) and that its server is up"
+
+
+def resume_hint(gated: bool, error: BaseException | None = None) -> str:
+    """What to tell a user whose run stopped (on ``error``): how to finish it, or, when the LM was
+    unreachable before the run began (``error.before_run``, set by the session), what to check."""
+    if getattr(error, "before_run", False):
+        return UNREACHED_HINT
     return GATED_RESUME_HINT if gated else RESUME_HINT
 
 

@@ -283,8 +283,9 @@ class BenchSession:
             # A Ray run's driver describes its model but answers no probe: its weights load only if
             # it ever calls it (calibration's dev runs, pytest-benchmark's timed probe).
             backends = self.recipe.build(progress=self.progress, lm_weights=self.ray is None)
-        except LMUnavailable:
-            raise  # the entry points report an unreachable server themselves
+        except LMUnavailable as e:
+            e.before_run = True  # the entry points say so, and what to check (runner.resume_hint)
+            raise
         except (ValueError, LMError) as e:  # a bad option, or an extra that is not installed
             raise ConfigError(str(e)) from None
         self._backends = backends

@@ -715,10 +715,13 @@ def test_an_endpoint_down_at_start_is_one_line_and_exit_3(tmp_path):
         "--strategy", "no_retrieval", "--limit", "1", "--report-dir", str(tmp_path / "run"),
     )  # fmt: skip
     assert r.returncode == 3
+    # Nothing ran and no folder was opened: what to check, not "finished probes are kept; ... resume".
     assert r.stderr.strip().splitlines() == [
         f"flarebench: the LM server at http://127.0.0.1:{port}/v1/ is unreachable (ConnectError: [Errno 111] "
-        "Connection refused; 1 attempt); finished probes are kept; run the same command to resume"
+        "Connection refused; 1 attempt); no probe has run: check the LM's address (--lm-base-url) and that its "
+        "server is up"
     ]
+    assert not (tmp_path / "run").exists()
 
 
 # ------------------------------------------------------------------------------------------
