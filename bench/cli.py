@@ -383,15 +383,15 @@ def _check_run_info(info: dict, run_json: Path) -> None:
     """Refuse, in one line naming the field, a run.json whose fields rescoring reads are not of the
     kinds a run writes (bench/session.py): a file edited by hand or damaged. ``scoring.price`` is
     checked field by field where it is read (:meth:`flarebench.bench.prices.Price.from_record`)."""
+    from flarebench.bench.session import STATUSES
     from flarebench.strategies.records import OBJECT, TEXT, TEXTS, Kind, check_fields
 
     parts = ("probes", "lm", "retriever", "strategies")
-    statuses = ("running", "partial", "interrupted", "complete")  # as BenchSession writes them
     run_fields = {
         "scoring": OBJECT.or_null(),
         "study": OBJECT.or_null(),
         "plugins": TEXTS,
-        "status": Kind(f"one of {', '.join(statuses)}", lambda v: v in statuses),
+        "status": Kind(f"one of {', '.join(STATUSES)}", lambda v: v in STATUSES),
         "limit": Kind("a whole number >= 1", lambda v: type(v) is int and v >= 1).or_null(),
     }
     try:

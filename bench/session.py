@@ -64,6 +64,9 @@ from flarebench.strategies.registry import canonical, expand, parse_spec
 from flarebench.strategies.triggers import Gated
 
 RUN_JSON = "run.json"
+#: run.json's ``status``: a run in progress, one stopped with strategies or probes to go, one
+#: stopped by Ctrl-C or SIGTERM, and one that ran every spec on every selected probe.
+STATUSES = ("running", "partial", "interrupted", "complete")
 _START_AGAIN = ", or use --overwrite to start the run again"  # the end of a line refusing traces.jsonl
 
 #: The cache of a calibration's dev runs, in the run folder.
