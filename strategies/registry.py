@@ -230,9 +230,9 @@ def canonical(spec: str) -> str:
 def with_param(spec: str, key: str, value: str) -> str:
     """``spec`` with one more parameter ``key=value`` (a sweep point); refused when ``spec``
     already sets ``key``, since the sweep would silently override it."""
-    name, _, rest = spec.strip().partition(":")
-    given = [p.strip() for p in rest.split(",") if p.strip()]
-    if any(p.partition("=")[0].strip() == key for p in given):
+    name, _, rest = canonical(spec).partition(":")
+    given = rest.split(",") if rest else []
+    if any(p.partition("=")[0] == key for p in given):
         raise SpecError(f"{spec}: sets {key!r} already; the sweep sets it")
     return f"{name}:{','.join([*given, f'{key}={value}'])}"
 
