@@ -817,3 +817,24 @@ def test_a_strategy_decoded_far_slower_than_another_is_said_to_have_shared_the_m
     assert notes(0.02) == []  # 2-fold: a longer prompt can do that
     unrecorded = _rows((trace([Step(text="x", lm_calls=[call()])], strategy=s), FakeProbe("p1")) for s in "ab")
     assert not any("decoded" in n for n in summarize(unrecorded).attrs["notes"])  # no prefill recorded: no claim
+
+
+def test_recall_is_missing_and_said_when_a_retrieval_named_documents_outside_the_corpus():
+    # A plugin's retriever (or a service) indexed under other ids: its gold documents may be among
+    # what it found, under ids the probe set does not know, so recall 0 would be a silent number.
+    from flarebench.bench.faithfulness import faithfulness_rows
+
+    probe = FakeProbe("p1", answers=["x"], gold_doc_ids=["a"])
+    traces = [
+        trace([Step("s1", retrievals=[ret(FIRST_HOP, [doc])])], strategy=s)
+        for s, doc in [("foreign", "doc-17"), ("known", "z")]
+    ]
+    rows = pd.DataFrame([probe_row(t, probe) for t in traces])
+    faith = faithfulness_rows(traces, {"a": "A.", "z": "Z."})
+    summary = summarize(rows, faithfulness=faith).set_index("strategy")
+    assert summary.loc["foreign", ["recall", "recall_at_k", "recall_first_hop"]].isna().all()
+    assert summary.loc["known", "recall"] == 0.0  # its ids are the corpus's: nothing gold was found
+    assert (
+        "recall, recall_at_k, recall_first_hop, recall_later_hops: missing for foreign: 1 of its 1 answers "
+        "retrieved doc ids the probe set's corpus lacks"
+    ) in summary.attrs["notes"]

@@ -7,7 +7,8 @@ from typing import Any
 
 import pandas as pd
 
-from flarebench.bench.scorers.registry import HIGHER, Column, Group, scorer
+from flarebench.bench.faithfulness import FOREIGN_DOCS
+from flarebench.bench.scorers.registry import HIGHER, Column, Group, Scoring, scorer
 from flarebench.strategies.records import Trace
 
 _DOC = (
@@ -42,6 +43,27 @@ def recall_row(trace: Trace, probe: Any, row: Mapping[str, Any]) -> dict[str, fl
     }
 
 
+def _foreign(g: Group) -> int:
+    """How many of the group's probes retrieved a doc id the probe set's corpus lacks (a service or a
+    plugin's retriever under other ids): whether their gold documents were found is unknown."""
+    rows = g.scoring.faithfulness or {}
+    ids = g.rows["probe_id"] if "probe_id" in g.rows else ()
+    return sum((rows.get((g.strategy, p)) or {}).get("faithfulness_method") == FOREIGN_DOCS for p in ids)
+
+
+def foreign_ids(summary: pd.DataFrame, scoring: Scoring) -> list[str]:
+    """Why a strategy's recall is missing when its retrievals named documents outside the corpus."""
+    lines = []
+    for strategy, rows in scoring.groups.items():
+        group = Group(strategy, rows, scoring).finished
+        if n := _foreign(group):
+            lines.append(
+                f"recall, recall_at_k, recall_first_hop, recall_later_hops: missing for {strategy}: "
+                f"{n} of its {len(group.rows)} answers retrieved doc ids the probe set's corpus lacks"
+            )
+    return lines
+
+
 @scorer(
     Column("recall", _DOC + " Same value as recall_at_k (kept for baselines that name it).", better=HIGHER),
     Column("recall_at_k", _DOC, better=HIGHER),
@@ -60,12 +82,14 @@ def recall_row(trace: Trace, probe: Any, row: Mapping[str, Any]) -> dict[str, fl
     order=30,
     per_probe=recall_row,
     needs=("recall",),
+    findings=foreign_ids,
 )
 def recall(g: Group) -> dict[str, float]:
     """The mean over the probes that have gold documents; NaN when none has, and when a service
     did not list its retrievals (the retrieval scorer's ``retrievals`` NaN on some probe; its notes
-    say so)."""
-    unknown = "retrievals" in g.rows and g.rows.loc[g.service, "retrievals"].isna().any()
+    say so), and when some probe retrieved doc ids the corpus lacks (its gold documents may be among
+    them under other ids)."""
+    unknown = ("retrievals" in g.rows and g.rows.loc[g.service, "retrievals"].isna().any()) or bool(_foreign(g))
 
     def mean(column: str) -> float:
         # Rows scored before a column existed have none: missing, never 0.
