@@ -136,9 +136,14 @@ class JSONEndpoint:
 
     def _decode(self, response: httpx.Response) -> Any:
         if not response.is_success:
-            raise self.error(f"answered HTTP {status_text(response)}")
+            # Redirects are not followed (a POST's body would be resent elsewhere): say where to.
+            moved = ""
+            if response.has_redirect_location:
+                moved = f" (Location: {redact_urls(response.headers['location'])})"
+            raise self.error(f"answered HTTP {status_text(response)}{moved}")
         try:
-            return json.loads(response.text)
+            # RFC 8259 lets a reader ignore a byte-order mark; some services send one.
+            return json.loads(response.text.removeprefix("\ufeff"))
         except (ValueError, RecursionError) as e:  # RecursionError: nested too deeply to read
             why = "nested too deeply to read" if isinstance(e, RecursionError) else str(e)
             raise self.error(f"returned malformed JSON ({why}): {short(response.text)!r}") from None

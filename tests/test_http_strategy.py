@@ -323,6 +323,29 @@ def test_a_malformed_reply_is_that_probes_error_naming_the_field(service, tmp_pa
     assert message in trace.error and len(service.requests) == 1
 
 
+class Moved(JSONHandler):
+    """Answers ``/bom`` with a JSON reply led by a byte-order mark, and anything else with a 307 to it."""
+
+    def do_POST(self):
+        self.json_body()
+        if self.path == "/bom":
+            self.send_json(200, "\ufeff".encode() + json.dumps({"answer": "Ledger"}).encode())
+            return
+        self.send_response(307)
+        self.send_header("Location", "/bom?api_key=sk-moved-secret")
+        self.send_header("Content-Length", "0")
+        self.end_headers()
+
+
+def test_a_redirect_names_where_it_points_and_a_byte_order_mark_is_read_past():
+    from flarebench.strategies.http_client import JSONEndpoint, ServiceError
+
+    with http_service(Moved) as url:
+        assert JSONEndpoint(f"{url}/bom", retries=0).post({"question": "q"}) == {"answer": "Ledger"}
+        with pytest.raises(ServiceError, match=r"answered HTTP 307: '' \(Location: /bom\?api_key=\*\*\*\)$"):
+            JSONEndpoint(f"{url}/answer", retries=0).post({"question": "q"})
+
+
 class Trickle(JSONHandler):
     """Sends its reply a byte every 0.1 s: each read is quick, the whole reply takes seconds."""
 
