@@ -48,6 +48,7 @@ _SESSION = pytest.StashKey[object]()
 _GATING = pytest.StashKey[object]()
 _GATE_NOTES = pytest.StashKey[list]()
 _USAGE = pytest.StashKey[str]()
+_STORAGE = pytest.StashKey[Path]()
 _GATE_OPTIONS = ("gate", "save_baseline", "tolerance", "gate_across_configs")
 
 
@@ -98,6 +99,13 @@ def _distributed(config: pytest.Config) -> bool:
 def pytest_configure(config: pytest.Config) -> None:
     from flarebench.bench import settings
 
+    # pytest-benchmark (a dependency) makes its storage folder, ./.benchmarks, in every pytest run
+    # of this environment, a team's own suite's too, and leaves it empty unless asked to save a run:
+    # one this run makes and leaves empty is removed at its end (pytest-benchmark configures after us).
+    storage = str(config.getoption("benchmark_storage", None) or "")
+    if storage.startswith("file://") and not (folder := Path(storage.removeprefix("file://")).absolute()).exists():
+        config.stash[_STORAGE] = folder
+
     # The config file's defaults under the command line's values: a bad file is a usage error.
     try:
         given = {o.dest: config.getoption(o.dest) for o in RUN_OPTIONS}
@@ -135,6 +143,12 @@ def pytest_configure(config: pytest.Config) -> None:
             config.stash[_GATING] = Gating.from_options(values["strategy"], *(values[name] for name in _GATE_OPTIONS))
         except GateError as e:
             raise _usage(str(e)) from None
+
+
+def pytest_unconfigure(config: pytest.Config) -> None:
+    if folder := config.stash.get(_STORAGE, None):
+        with contextlib.suppress(OSError):  # not empty (a run saved there), or gone: left as it is
+            folder.rmdir()
 
 
 def _usage(message: str) -> pytest.UsageError:

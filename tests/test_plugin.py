@@ -10,6 +10,8 @@ import pytest
 
 ROOT = Path(__file__).resolve().parents[1]
 
+pytest_plugins = ["pytester"]
+
 
 def sh(*args, env_cache=None):
     return subprocess.run([sys.executable, *args], cwd=ROOT, capture_output=True, text=True, timeout=600)
@@ -171,3 +173,21 @@ def test_a_usage_error_found_as_the_bench_session_starts_is_one_error_line(tmp_p
     assert out.stderr.startswith(f"ERROR: flarebench: {line}") and out.stderr.strip().count("\n") == 0, out.stderr
     assert "_pytest.outcomes" not in out.stdout + out.stderr and "!!!!" not in out.stdout
     assert not run_dir.exists()
+
+
+@pytest.mark.slow
+def test_a_teams_own_suite_is_left_no_empty_benchmark_folder(pytester):
+    # flarebench brings pytest-benchmark into the environment, which makes ./.benchmarks in every
+    # pytest run; left empty, it is removed, and kept once a benchmark was saved in it.
+    pytester.makepyfile(
+        test_mine="def test_it():\n    pass\n",
+        test_timed="def test_t(benchmark):\n    benchmark.pedantic(len, args=('x',), rounds=1)\n",
+    )
+    assert pytester.runpytest_inprocess("test_mine.py", "-p", "no:cacheprovider").ret == 0
+    assert not (pytester.path / ".benchmarks").exists()
+    (pytester.path / ".benchmarks").mkdir()  # the team's own: kept, even empty
+    assert pytester.runpytest_inprocess("test_mine.py", "-p", "no:cacheprovider").ret == 0
+    assert (pytester.path / ".benchmarks").is_dir()
+    (pytester.path / ".benchmarks").rmdir()
+    assert pytester.runpytest_inprocess("test_timed.py", "-p", "no:cacheprovider", "--benchmark-autosave").ret == 0
+    assert list((pytester.path / ".benchmarks").rglob("*.json"))
