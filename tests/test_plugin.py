@@ -176,7 +176,7 @@ def test_a_usage_error_found_as_the_bench_session_starts_is_one_error_line(tmp_p
 
 
 @pytest.mark.slow
-def test_a_teams_own_suite_is_left_no_empty_benchmark_folder(pytester):
+def test_a_teams_own_suite_is_left_no_empty_benchmark_folder(pytester, monkeypatch):
     # flarebench brings pytest-benchmark into the environment, which makes ./.benchmarks in every
     # pytest run; left empty, it is removed, and kept once a benchmark was saved in it.
     pytester.makepyfile(
@@ -189,5 +189,6 @@ def test_a_teams_own_suite_is_left_no_empty_benchmark_folder(pytester):
     assert pytester.runpytest_inprocess("test_mine.py", "-p", "no:cacheprovider").ret == 0
     assert (pytester.path / ".benchmarks").is_dir()
     (pytester.path / ".benchmarks").rmdir()
+    monkeypatch.delenv("PYTEST_XDIST_WORKER", raising=False)  # pytest-benchmark times nothing under xdist
     assert pytester.runpytest_inprocess("test_timed.py", "-p", "no:cacheprovider", "--benchmark-autosave").ret == 0
     assert list((pytester.path / ".benchmarks").rglob("*.json"))
