@@ -157,7 +157,9 @@ def _usage(message: str) -> pytest.UsageError:
 
 
 def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
-    if "spec" in metafunc.fixturenames:
+    # A bench test is one that uses the bench's fixtures (each needs bench_session): a test of a
+    # team's own suite that merely takes an argument called spec is none of ours.
+    if "spec" in metafunc.fixturenames and "bench_session" in metafunc.fixturenames:
         from flarebench.strategies.registry import expand
 
         gating = metafunc.config.stash.get(_GATING, None)

@@ -175,6 +175,29 @@ def test_a_usage_error_found_as_the_bench_session_starts_is_one_error_line(tmp_p
     assert not run_dir.exists()
 
 
+def test_a_teams_own_test_taking_an_argument_called_spec_is_left_alone(pytester):
+    # The bench parametrizes its tests by strategy spec; the team's own are not bench tests.
+    pytester.makepyfile(
+        test_mine="""
+import pytest
+
+@pytest.fixture
+def spec():
+    return "mine"
+
+def test_fixture(spec):
+    assert spec == "mine"
+
+@pytest.mark.parametrize("spec", ["a", "b"])
+def test_param(spec):
+    assert spec in "ab"
+"""
+    )
+    result = pytester.runpytest_inprocess("test_mine.py", "-p", "no:cacheprovider")
+    assert result.ret == 0, result.stdout.str()
+    result.assert_outcomes(passed=3)
+
+
 @pytest.mark.slow
 def test_a_teams_own_suite_is_left_no_empty_benchmark_folder(pytester, monkeypatch):
     # flarebench brings pytest-benchmark into the environment, which makes ./.benchmarks in every
