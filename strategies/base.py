@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextvars
 import dataclasses
 import hashlib
 import json
@@ -24,6 +25,11 @@ class Knob:
     param: str
     grid: tuple[float, ...]
     rate_rises: bool
+
+
+#: The parameters the spec being parsed sets, while :func:`flarebench.strategies.registry.parse_spec`
+#: builds its strategy: ``validate`` refuses one its configuration ignores even at its default value.
+GIVEN: contextvars.ContextVar[frozenset[str] | None] = contextvars.ContextVar("given", default=None)
 
 
 @dataclasses.dataclass
@@ -57,6 +63,15 @@ class Strategy(ABC):
             raise ValueError(f"max_tokens must be >= 1, got {self.max_tokens}")
         if self.answer_form not in ("short", "long"):
             raise ValueError(f"answer_form must be 'short' or 'long', got {self.answer_form!r}")
+
+    def given(self, name: str) -> bool:
+        """Whether this strategy's spec sets parameter ``name``; for a strategy built in Python, not
+        from a spec, whether ``name`` differs from its default."""
+        if (keys := GIVEN.get()) is not None:
+            return name in keys
+        field = next(f for f in dataclasses.fields(self) if f.name == name)
+        default = field.default if field.default_factory is dataclasses.MISSING else field.default_factory()
+        return getattr(self, name) != default
 
     @property
     def template(self) -> PromptTemplate:

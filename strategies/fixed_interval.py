@@ -42,7 +42,7 @@ class FixedInterval(Strategy):
         if self.interval < 1:
             raise ValueError(f"interval must be >= 1, got {self.interval}")
         # A sentence step has no window: an interval set there would be silently ignored.
-        if self.mode == "sentence" and self.interval != FixedInterval.interval:
+        if self.mode == "sentence" and self.given("interval"):
             raise ValueError(
                 "interval is for mode=tokens; mode=sentence retrieves before every sentence "
                 f"(got interval={self.interval})"

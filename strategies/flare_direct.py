@@ -165,10 +165,9 @@ class FlareDirect(Gated, Strategy):
             raise ValueError(f"max_docs must be >= k ({self.k}), got {self.max_docs}")
         if self.max_retrievals is not None and self.max_retrievals < 0:
             raise ValueError(f"max_retrievals must be >= 0 or none, got {self.max_retrievals}")
-        theta_set = self.theta != type(self).theta
-        if self.trigger == TRIGGER and self.threshold is not None and theta_set:
+        if self.trigger == TRIGGER and self.threshold is not None and self.given("theta"):
             raise ValueError("give theta or threshold, not both: for trigger min_prob they are the same")
-        if self.trigger != TRIGGER and theta_set:
+        if self.trigger != TRIGGER and self.given("theta"):
             raise ValueError(f"theta is min_prob's threshold; trigger {self.trigger} takes threshold")
         threshold = self.theta if self.trigger == TRIGGER and self.threshold is None else self.threshold
         self._gate = cls(threshold, self._terms, self.ignore_known)
@@ -177,8 +176,17 @@ class FlareDirect(Gated, Strategy):
     def _validate_production(self) -> None:
         if self.placement not in ("top", "near_pause"):
             raise ValueError(f"placement must be 'top' or 'near_pause', got {self.placement!r}")
-        if self.query == "structured" and self.trigger == "self_check":
-            raise ValueError("query=structured does not apply with trigger=self_check, whose reply is the query")
+        # Parameters this configuration would ignore are refused, not recorded as if they acted.
+        if self.trigger == "self_check":
+            for name in ("query", "beta"):
+                if self.given(name):
+                    raise ValueError(
+                        f"{name}={getattr(self, name)} does not apply with trigger=self_check, whose reply is the query"
+                    )
+        if self.context == "replace" and self.given("max_docs"):
+            raise ValueError("max_docs is for context=accumulate; context=replace keeps the last retrieval's k")
+        if self.abstain and self.max_retrievals is None:
+            raise ValueError("abstain acts once max_retrievals is spent; set max_retrievals too")
         if self.new_docs is not None and not 1 <= self.new_docs <= self.k:
             raise ValueError(f"new_docs must be within [1, k={self.k}] or none, got {self.new_docs}")
         if self.keep_last is not None:

@@ -105,6 +105,9 @@ class FlareInstruct(Strategy):
         super().validate()
         if self.max_searches < 0:
             raise ValueError(f"max_searches must be >= 0, got {self.max_searches}")
+        # OpenAI's logit_bias takes [-100, 100], and llama.cpp's behaves alike past it.
+        if not -100 <= self.search_bias <= 100:
+            raise ValueError(f"search_bias must be within [-100, 100], got {self.search_bias}")
 
     @property
     def template(self) -> PromptTemplate:

@@ -23,7 +23,7 @@ from collections.abc import Callable
 from typing import Any, ClassVar, Literal
 
 import flarebench.strategies.plugins as plugins
-from flarebench.strategies.base import Strategy
+from flarebench.strategies.base import GIVEN, Strategy
 from flarebench.strategies.capabilities import CAPABILITIES
 from flarebench.strategies.http_client import redact_urls
 
@@ -182,6 +182,7 @@ def parse_spec(spec: str, defaults: dict[str, Any] | None = None) -> Strategy:
         if key in kwargs:
             raise SpecError(f"{spec}: parameter {key!r} given twice")
         kwargs[key] = _convert(spec, key, raw.strip(), hints[key])
+    given = GIVEN.set(frozenset(kwargs))  # the spec's own parameters, not the probe set's defaults
     kwargs = {**{k: v for k, v in (defaults or {}).items() if k in fields}, **kwargs}
     try:
         strategy = cls(**kwargs)
@@ -189,6 +190,8 @@ def parse_spec(spec: str, defaults: dict[str, Any] | None = None) -> Strategy:
     # the spec must set and does not): the same one line.
     except (ValueError, TypeError, AssertionError) as e:
         raise SpecError(f"{spec}: {str(e) or f'{cls.__qualname__} refused it ({type(e).__name__})'}") from None
+    finally:
+        GIVEN.reset(given)
     _check_needs(spec, strategy)
     return strategy
 

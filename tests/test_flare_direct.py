@@ -136,6 +136,35 @@ def test_parameters_are_validated():
     assert FlareDirect().needs() == {"logprobs"} and not parse_spec("flare_direct:trigger=self_check").needs()
 
 
+@pytest.mark.parametrize(
+    "spec, message",
+    [
+        # Set to its default, a parameter the configuration ignores was accepted and recorded as if it acted.
+        ("flare_direct:theta=0.8,threshold=0.5", "give theta or threshold, not both"),
+        ("flare_direct:trigger=entropy,theta=0.8", "theta is min_prob's threshold; trigger entropy takes threshold"),
+        ("flare_direct:trigger=self_check,query=implicit", "query=implicit does not apply with trigger=self_check"),
+        ("flare_direct:trigger=self_check,query=explicit", "query=explicit does not apply with trigger=self_check"),
+        ("flare_direct:trigger=self_check,beta=0.4", "beta=0.4 does not apply with trigger=self_check"),
+        ("flare_direct:max_docs=9", "max_docs is for context=accumulate"),
+        ("flare_direct:abstain=true", "abstain acts once max_retrievals is spent"),
+        ("fixed_interval:mode=sentence,interval=16", "interval is for mode=tokens"),
+        ("flare_instruct:search_bias=1e30", r"search_bias must be within \[-100, 100\]"),
+    ],
+)
+def test_a_parameter_the_configuration_would_ignore_is_refused_even_at_its_default(spec, message):
+    with pytest.raises(SpecError, match=message):
+        parse_spec(spec)
+
+
+def test_the_same_parameters_are_taken_where_they_act():
+    assert parse_spec("flare_direct:context=accumulate,max_docs=9").max_docs == 9
+    assert parse_spec("flare_direct:abstain=true,max_retrievals=2").abstain
+    assert parse_spec("flare_direct:threshold=0.5")._gate.threshold == 0.5
+    assert parse_spec("fixed_interval:mode=tokens,interval=16").interval == 16
+    # Built in Python, not from a spec: a value at its default is not told from one left unset.
+    assert FlareDirect(theta=0.8, threshold=0.5)._gate.threshold == 0.5
+
+
 def test_explicit_queries_keep_k_documents_merged_round_robin():
     two_spans = sentence(
         [" Ann", " is", " the", " mother", " of", " Bo", "."], [UNSURE, SURE, SURE, SURE, SURE, UNSURE, SURE]
