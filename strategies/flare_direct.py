@@ -74,11 +74,12 @@ PRODUCTION_OFF = {"new_docs": None, "keep_last": None, "placement": "top"}
 
 
 def masked_query(s: Sentence, beta: float, keep: frozenset[int] = frozenset()) -> str:
-    """The implicit query: the draft with every token of probability <= beta replaced by a space, as
-    the official code masks, so a masked sub-word never glues its neighbours into a new term. Tokens
-    in ``keep`` (those the trigger was told to ignore) are kept whatever their probability."""
+    """The implicit query: the draft with every token of probability <= beta replaced by a space and
+    the ends stripped, character for character as the official code masks ("simple"), so a masked
+    sub-word never glues its neighbours into a new term. Tokens in ``keep`` (those the trigger was
+    told to ignore) are kept whatever their probability."""
     kept = "".join(tok if p > beta or i in keep else " " for i, (tok, p) in enumerate(zip(s.tokens, s.probs)))
-    return " ".join(kept.split())
+    return kept.strip()
 
 
 def low_spans(s: Sentence, beta: float, keep: frozenset[int] = frozenset()) -> list[str]:
@@ -264,8 +265,8 @@ class FlareDirect(Gated, Strategy):
                         return finish(question, steps, capped="abstain")
                 else:
                     found = self._retrieve(question, answer, draft, lm, retriever, judgement, calls, retrievals)
-                    if found is None:
-                        gate["skipped"] = "empty_query"  # nothing left to search with: keep the draft
+                    if found is None:  # nothing left to search with: keep the draft
+                        gate.setdefault("skipped", "empty_query")
                     else:
                         mid_retrievals += 1
                         before, docs = docs, self._context(docs, hop, found)
@@ -333,7 +334,7 @@ class FlareDirect(Gated, Strategy):
     ) -> list[Passage] | None:
         """Form the query (or queries) from the draft (or take the trigger's), retrieve, record
         why, and return the k documents for context; None when no query is left (every token
-        masked), as the official code then retrieves nothing."""
+        masked, or every explicit question rejected), as the official code then retrieves nothing."""
         gate = judgement.record
         if self.trigger == TRIGGER:
             why = {
@@ -355,7 +356,10 @@ class FlareDirect(Gated, Strategy):
             queries = self._search_string(question, answer, draft, keep, lm, calls)
         elif self.query == "explicit":
             passage = (answer + draft.text).strip()
-            for span in low_spans(draft, self.beta, keep):
+            spans = low_spans(draft, self.beta, keep)
+            if not spans:  # nothing to ask about: the official code searches with the whole draft
+                queries = [(draft.text.strip(), {})]
+            for span in spans:
                 call = lm.generate(
                     Prompt(QUESTION_PROMPT, QUESTION_QUERY.format(passage=passage, span=span)),
                     32,
@@ -368,7 +372,10 @@ class FlareDirect(Gated, Strategy):
                     queries.append((reply, {"span": span}))
                 else:
                     gate.setdefault("rejected_questions", []).append(reply)
-        if not queries:  # implicit; or explicit/structured without a usable reply: the masked draft
+            if not queries:  # every question was rejected: the official code then retrieves nothing
+                gate["skipped"] = "no_question"
+                return None
+        if not queries:  # implicit; or structured without a usable reply: the masked draft
             masked = masked_query(draft, self.beta, keep)
             if not masked:
                 return None

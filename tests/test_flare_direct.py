@@ -116,7 +116,7 @@ def test_token_cap_ends_the_answer():
 def test_query_helpers():
     s = Sentence("", [" Ann", " is", " Bo", "'s", " mother", "."], [0.1, 0.9, 0.2, 0.3, 0.9, 0.9], None, False)
     s.logprobs = [__import__("math").log(p) for p in [0.1, 0.9, 0.2, 0.3, 0.9, 0.9]]
-    assert masked_query(s, 0.4) == "is mother."
+    assert masked_query(s, 0.4) == "is   mother."  # each masked token a space, as the official code joins them
     # A name split into sub-word tokens: the masked piece becomes a space, never glues its neighbours.
     sub = Sentence("", [" Nell", " is", " O", "ster", "."], [], None, False)
     sub.logprobs = [__import__("math").log(p) for p in [0.9, 0.9, 0.1, 0.9, 0.9]]
@@ -189,13 +189,25 @@ def test_explicit_queries_keep_k_documents_merged_round_robin():
 def test_explicit_question_prompt_sees_the_answer_so_far_and_replies_must_be_questions():
     unsure_second = sentence([" Bo", " is", " a", " pilot", "."], [SURE, SURE, SURE, UNSURE, SURE])
     first = sentence([" Ann", " is", " the", " mother", " of", " Bo", "."], [SURE] * 7)
-    script = [first, unsure_second, "the pilot", unsure_second, ANSWER[1]]
+    script = [first, unsure_second, "the pilot", ANSWER[1]]
     trace, lm, retriever = run(FlareDirect(query="explicit"), script)
     query_call = next(r for r in lm.requests if r.purpose == "query")
     assert "Passage: Ann is the mother of Bo. Bo is a pilot.\nSpan: pilot" in query_call.prompt.dynamic
-    # "the pilot" is no question: dropped, and the masked draft is the query instead.
-    assert retriever.queries[1] == "Bo is a ."
+    # "the pilot" is no question: dropped; with no question left the official code retrieves
+    # nothing, so the draft is kept as drafted.
+    assert retriever.queries == ["Where did Joe Biden study?"]
     assert trace.steps[1].gate["rejected_questions"] == ["the pilot"]
+    assert trace.steps[1].gate["skipped"] == "no_question" and trace.steps[1].text == " Bo is a pilot."
+    assert [c.purpose for c in trace.steps[1].lm_calls] == ["draft", "query"]
+
+
+def test_an_explicit_query_without_a_span_is_the_whole_draft():
+    # The gate fires (p 0.6 <= theta) on no token at or below beta: nothing to ask about, so, as the
+    # official code does, the draft as generated is the query (nothing masked).
+    hesitant = sentence([" Bo", " is", " a", " pilot", "."], [SURE, SURE, SURE, 0.6, SURE])
+    trace, lm, retriever = run(FlareDirect(query="explicit"), [hesitant, hesitant, ANSWER[1]])
+    assert retriever.queries[1] == "Bo is a pilot."
+    assert not any(r.purpose == "query" for r in lm.requests)
 
 
 def test_an_empty_masked_query_retrieves_nothing_and_keeps_the_draft():
