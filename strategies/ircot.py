@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import dataclasses
+import re
 from dataclasses import dataclass
 
 from flarebench.strategies.base import Strategy, finish, retrieve
@@ -13,6 +14,24 @@ from flarebench.strategies.registry import register
 from flarebench.strategies.retriever import Retriever
 from flarebench.strategies.steps import LOOKAHEAD_TOKENS, answer_finished, next_sentence
 
+#: How the official code tells a reasoning sentence (a conclusion or a sum) from a fact, which alone
+#: may be a query (``is_reasoning_sentence``).
+REASONING_STARTS = ("thus ", "thus,", "so ", "so,", "that is,", "therefore", "hence")
+ARITHMETIC = re.compile(r"(.*)(\d[\d,]*\.?\d+|\d+) ([+-]) (\d[\d,]*\.?\d+|\d+) = (\d[\d,]*\.?\d+|\d+)(.*)")
+#: The words the official code drops from every BM25 query, the question's too (``remove_wh_words``).
+WH_WORDS = frozenset({"who", "what", "when", "where", "why", "which", "how", "does", "is"})
+
+
+def is_reasoning(sentence: str) -> bool:
+    """A sentence that draws a conclusion ("So ...", "Thus, ...") or states a sum: no query."""
+    text = sentence.strip()
+    return text.lower().startswith(REASONING_STARTS) or ARITHMETIC.match(text) is not None
+
+
+def search_text(text: str) -> str:
+    """``text`` without its question words, split on single spaces as the official code splits it."""
+    return " ".join(w for w in text.split(" ") if w.strip().lower() not in WH_WORDS)
+
 
 @register("ircot")
 @dataclass
@@ -20,8 +39,10 @@ class IRCoT(Strategy):
     """Retrieve ``k`` paragraphs with the question, then repeat: write one chain-of-thought
     sentence with every paragraph collected so far in context; stop once the answer says "answer
     is" (or the model ends it), or after ``max_steps`` sentences; otherwise retrieve ``k`` with
-    that sentence and add the paragraphs not collected yet, up to ``max_paragraphs`` in all (the
-    paper's 15). Once the context is full no retrieval could add anything, so none is made.
+    the last sentence that is no reasoning step (the question while there is none; question words
+    dropped from every query, as the official code does) and add the paragraphs not collected yet,
+    up to ``max_paragraphs`` in all (the paper's 15). Once the context is full no retrieval could add
+    anything, so none is made.
 
     With ``reader`` on, one last call answers the question from scratch with all collected
     paragraphs (the paper's separate reader), and its answer is the output.
@@ -40,11 +61,18 @@ class IRCoT(Strategy):
         if self.max_paragraphs < self.k:
             raise ValueError(f"max_paragraphs must be >= k ({self.k}), got {self.max_paragraphs}")
 
+    def request_shape(self) -> dict:
+        """The default shape and how queries are formed: a run made before they dropped question
+        words and reasoning sentences is never resumed, nor gated as the same configuration."""
+        shape = super().request_shape()
+        shape["queries"] = {"reasoning_starts": list(REASONING_STARTS), "dropped_words": sorted(WH_WORDS)}
+        return shape
+
     def run(self, question: str, lm: LM, retriever: Retriever) -> Trace:
-        paragraphs, first = retrieve(retriever, question, self.k, FIRST_HOP, step=0)
+        paragraphs, first = retrieve(retriever, search_text(question), self.k, FIRST_HOP, step=0)
         retrievals = [first]
         steps: list[Step] = []
-        cot, used, capped = "", 0, None
+        cot, used, capped, query = "", 0, None, question
         while True:
             s = next_sentence(
                 lm,
@@ -61,8 +89,10 @@ class IRCoT(Strategy):
                 capped = "step_cap"
                 break
             retrievals = []
+            if not is_reasoning(s.text):
+                query = s.text.strip()
             if len(paragraphs) < self.max_paragraphs:
-                retrievals.append(self._collect(retriever, s.text.strip(), paragraphs, step=len(steps)))
+                retrievals.append(self._collect(retriever, search_text(query), paragraphs, step=len(steps)))
         if not self.reader:
             return finish(question, steps, capped)
         call = lm.generate(self.template.build(question, paragraphs), self.max_tokens, stop=STOP, purpose="reader")

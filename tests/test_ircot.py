@@ -7,6 +7,7 @@ import re
 import pytest
 
 from flarebench.strategies import parse_spec
+from flarebench.strategies.ircot import is_reasoning, search_text
 from flarebench.strategies.lm import GenerationRequest
 from flarebench.strategies.prompts import STOP
 from flarebench.strategies.records import FIRST_HOP, IRCOT_STEP
@@ -42,7 +43,12 @@ def test_stops_when_the_answer_is_stated_and_accumulates_paragraphs():
     assert (trace.answer, trace.stop_reason) == ("Rosa Tull", "answer")
     assert [s.text for s in trace.steps] == SENTENCES
     assert [[r.reason for r in s.retrievals] for s in trace.steps] == [[FIRST_HOP], [IRCOT_STEP], [IRCOT_STEP]]
-    assert retriever.queries == [QUESTION] + [s.strip() for s in SENTENCES[:2]]
+    # Question words are dropped from every query, as the official code's BM25 queries drop them.
+    assert retriever.queries == [
+        "the mother of the friend of Ivo Lanark?",
+        "The friend of Ivo Lanark Bea Tull.",
+        "The mother of Bea Tull Rosa Tull.",
+    ]
     assert [r.detail for r in trace.retrievals] == [
         {"step": 0},
         {"step": 1, "added": ["b1", "b3"], "paragraphs": 5},
@@ -98,6 +104,29 @@ def test_reader_answers_from_all_paragraphs():
     assert (request.max_tokens, request.stop, request.stop_at_sentence) == (128, STOP, False)
 
 
+def test_a_reasoning_sentence_is_no_query_the_last_fact_is():
+    # The official code queries with the last generated sentence that is no conclusion or sum, and
+    # with the question while there is none.
+    cot = [  # each runs past its sentence, as a look-ahead does
+        " Thus we need the friend first. The",
+        " The friend of Ivo Lanark is Bea Tull. The",
+        " 2 + 3 = 5. The",
+        " So the answer is Rosa Tull.",
+    ]
+    retriever = ScriptedRetriever([[f"d{i}"] for i in range(5)])
+    parse_spec("ircot:k=1").run(QUESTION, ScriptedLM(cot), retriever)
+    friend = "The friend of Ivo Lanark Bea Tull."
+    assert retriever.queries == [search_text(QUESTION), search_text(QUESTION), friend, friend]
+    assert [is_reasoning(s) for s in ["So,", "Therefore x.", "Hence.", "That is, y.", "Sorting is a fact."]] == [
+        True,
+        True,
+        True,
+        True,
+        False,
+    ]
+    assert search_text("Who is the  father of Where Is?") == "the  father of Is?"
+
+
 def test_parameters_are_validated():
     assert parse_spec("ircot").params() == {
         "k": 3,
@@ -121,7 +150,7 @@ def test_real_model(lm, retriever, phantom):
     trace = parse_spec("ircot").run(probe.question, lm, retriever)
     assert trace.output and trace.stop_reason in ("answer", "eos", "token_cap", "step_cap")
     first, *later = trace.retrievals
-    assert (first.reason, first.query, len(first.doc_ids)) == (FIRST_HOP, probe.question, 3)
+    assert (first.reason, first.query, len(first.doc_ids)) == (FIRST_HOP, search_text(probe.question), 3)
     assert all(r.reason == IRCOT_STEP for r in later)
     assert len(trace.steps) <= 10 and all(len(s.lm_calls) == 1 for s in trace.steps)
     assert all(r.detail["paragraphs"] <= 15 for r in later)
