@@ -623,19 +623,22 @@ class Gating:
             lines = [f"latency ratios: the reference {self.reference} did not run"]
         else:
             new = with_ratios(rows[spec], rows.get(self.reference))
+            old = self.baseline.metrics[self.against.get(spec, spec)]
             few = _few_probes(rows[spec])
-            # A time measured on answers from the cache is a lookup's: no bound can be checked on it.
+            # A time measured on answers from the cache is a lookup's: no bound can be checked on it,
+            # in this run or in the baseline's (one saved before warm runs were refused).
+            was_warm = {f"the baseline's {spec}": share} if (share := _number(old.get("cached_share"))) else {}
             warm = {
                 m: cached
                 for m, t in self.tolerances.items()
                 if t
                 and timed(m)
-                and (cached := _cached(rows, [spec, *([self.reference] if m in RATIO_METRICS else [])]))
+                and (cached := _cached(rows, [spec, *([self.reference] if m in RATIO_METRICS else [])]) | was_warm)
             }
             checked = {m: t for m, t in self.tolerances.items() if m not in warm}
             lines = [
                 b.line() + (f" ({few})" if few and b.metric == "latency_p95_ratio" else "")
-                for b in compare(self.baseline.metrics[self.against.get(spec, spec)], new, checked)
+                for b in compare(old, new, checked)
             ] + [
                 f"{m}: measured on answers from the cache ("
                 + ", ".join(f"{s} {share:.0%} cached" for s, share in cached.items())
@@ -692,8 +695,8 @@ class Gating:
         broken = [s for s, lines in self.verdicts.items() if lines]
         if broken:
             return f"baseline not saved: {', '.join(broken)} broke the gate"
-        cached = _cached(rows, [self.reference, *self.wanted])
-        if cached and any(t and timed(m) for m, t in self.tolerances.items()):
+        # Even with no timed bound now: a later gate may bound a time, against a lookup's.
+        if cached := _cached(rows, [self.reference, *self.wanted]):
             return (
                 f"baseline not saved: {', '.join(cached)} answered from the cache, so its times are lookups; "
                 "save it from a run without --cache"
