@@ -344,12 +344,19 @@ def pytest_runtestloop(session: pytest.Session):
 
 def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
     bench = session.config.stash.get(_SESSION, None)
-    if bench is None or bench.gating.save_to is None:
+    if bench is None:
         return
-    note = bench.gating.save(bench.summary())
-    session.config.stash[_GATE_NOTES] = [note]
-    if note.startswith("baseline not saved") and session.exitstatus == 0:
+    gating, notes = bench.gating, []
+    unchecked = [spec for spec in gating.wanted if spec not in gating.verdicts]
+    if gating.baseline is not None and unchecked and session.exitstatus == 0:
+        # A gate that checked less than it was asked to (its tests deselected with -k) passed nothing.
+        notes.append(f"gate not passed: {', '.join(unchecked)} did not run (deselected?); gate it with --strategy")
         session.exitstatus = pytest.ExitCode.TESTS_FAILED
+    if gating.save_to is not None:
+        notes.append(note := gating.save(bench.summary()))
+        if note.startswith("baseline not saved") and session.exitstatus == 0:
+            session.exitstatus = pytest.ExitCode.TESTS_FAILED
+    session.config.stash[_GATE_NOTES] = notes
 
 
 def pytest_terminal_summary(terminalreporter, exitstatus: int, config: pytest.Config) -> None:

@@ -699,6 +699,24 @@ def test_times_from_the_cache_are_not_gated_and_not_saved(tmp_path, oracle):
         "save it from a run without --cache"
     ) in out + err
     assert not (tmp_path / "warm.json").exists()
+    # Bounding no time now does not make it one to save: a later gate may bound one.
+    code, out, err = run_cli(
+        *("--strategy", "single_time", "--limit", "3", "--report-dir", str(tmp_path / "save2")),
+        *("--save-baseline", str(tmp_path / "warm.json"), "--tolerance", "latency_p95_ratio=off"),
+        *cache,
+    )
+    assert code == 1 and "baseline not saved: no_retrieval, single_time answered from the cache" in out + err
+    assert not (tmp_path / "warm.json").exists()
+    # A baseline saved from a warm run (by an earlier version, or edited): its times are lookups too.
+    doc = json.loads(baseline.read_text())
+    doc["metrics"]["single_time"]["cached_share"] = 1.0
+    baseline.write_text(json.dumps(doc))
+    code, out, err = run_cli("--limit", "3", "--report-dir", str(tmp_path / "cold2"), "--gate", str(baseline))
+    assert code == 1, out + err
+    assert (
+        "  latency_p95_ratio: measured on answers from the cache (the baseline's single_time 100% cached): "
+        "gate times on a run without --cache"
+    ) in err
 
 
 def _pytest_bench(pytester, *args):
@@ -726,11 +744,14 @@ def test_pytest_bench_gate_fails_the_breaking_strategys_test(pytester, tmp_path,
     assert page.index('<section id="gate">') < page.index('<section id="comparison">')
     assert "<code>single_time</code>: <b>broke the gate</b><ul><li>em: baseline 1, new 0.666667" in page
     assert "<code>no_retrieval</code>: passed" in page
-    # A gated spec deselected (-k) is not checked, and the verdict says so rather than "0 broken".
+    # A gated spec deselected (-k) is not checked: the verdict says so rather than "0 broken", and
+    # the session fails, as a gate that checked less than asked passed nothing.
     result = _pytest_bench(
         pytester, "--limit", "3", "--report-dir", str(tmp_path / "k"), "--gate", str(baseline), "-k", "no_retrieval"
     )
     assert "1 passed, 0 broken; not checked, as they did not run: single_time" in result.stdout.str()
+    assert "gate not passed: single_time did not run (deselected?); gate it with --strategy" in result.stdout.str()
+    assert result.ret == 1
     # A spec of the baseline left out of --strategy is not gated either, and the verdict says so.
     result = _pytest_bench(
         pytester,
