@@ -498,7 +498,11 @@ class BenchSession:
                 )
             # A calibration's split and goal decide which probes are dev and which test: resumed
             # with others, a dev point's cached traces would be taken for test rows.
-            split = first_difference(_calibration_of(recorded.get("study")), _calibration_of(self.study), "study")
+            split = first_difference(
+                _calibration_of(recorded.get("study"), recorded.get("limit")),
+                _calibration_of(self.study, self.limit),
+                "study",
+            )
             if split and not diff and not self.overwrite:
                 raise ConfigError(
                     f"{run_dir} holds a run of another calibration: {split}; "
@@ -809,10 +813,13 @@ def read_run_json(path: Path) -> dict[str, Any]:
 _CALIBRATION_FIELDS = ("goal", "dev_fraction", "seed", "tolerance")
 
 
-def _calibration_of(study) -> dict[str, Any]:
-    """The fields of a run's study that a calibration is defined by; all None for a run that is none."""
-    study = study if isinstance(study, dict) and "goal" in study else {}
-    return {key: study.get(key) for key in _CALIBRATION_FIELDS}
+def _calibration_of(study, limit: int | None) -> dict[str, Any]:
+    """The fields of a run's study that a calibration is defined by, and its ``limit`` (the probes
+    it split; more of them would move probes of the dev part into the test part); all None for a run
+    that is no calibration."""
+    if not (isinstance(study, dict) and "goal" in study):
+        return dict.fromkeys([*_CALIBRATION_FIELDS, "limit"])
+    return {**{key: study.get(key) for key in _CALIBRATION_FIELDS}, "limit": limit}
 
 
 def _resumed_study(study) -> dict | None:

@@ -172,6 +172,10 @@ def test_a_calibration_is_not_resumed_with_another_split_or_goal(tmp_path, scrip
     ):
         line = _one_line(*run_cli(*command, "--target", goal, "--seed", seed)[::2])
         assert f"holds a run of another calibration: {field}" in line, line
+    # More probes split again: probes of the dev part would move into the test part.
+    more = [a if a != "6" else "8" for a in command]
+    line = _one_line(*run_cli(*more, "--target", "retrieval_rate=0.5", "--seed", "0")[::2])
+    assert "holds a run of another calibration: study.limit (was 6, now 8)" in line, line
     # Nor by a plain run of its specs, which would run every grid point on every probe.
     specs = json.loads((tmp_path / "cal" / "run.json").read_text())["config"]["strategies"]
     line = _one_line(*run_cli("run", *(a for s in specs for a in ("--strategy", s)), *command[3:])[::2])
