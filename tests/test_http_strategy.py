@@ -434,3 +434,21 @@ def test_an_unreachable_service_ends_the_cli_run_with_one_line_and_exit_3(tmp_pa
     assert code == 3
     assert err.strip().splitlines()[-1].startswith(f"flarebench: the service at {url} is unreachable (ConnectError")
     assert err.strip().endswith("run the same command to resume")
+
+
+def test_faithfulness_is_missing_when_the_service_listed_retrievals_on_some_answers_only(service, tmp_path):
+    from flarebench.bench.faithfulness import faithfulness_rows
+
+    service.table["q1"] = [Reply(FULL)]
+    service.table["q2"] = [Reply({"answer": "Rosa Tull", "output": "It is Rosa Tull."})]  # no retrievals
+    spec = f"http:url={service.url}"
+    probes = [P("p1", "q1"), P("p2", "q2")]
+    traces = _run(_strategy(service.url), probes, tmp_path, spec=spec)
+    faith = faithfulness_rows(traces, {"d1": "Bea's mother is Rosa Tull.", "d2": "Rosa Tull."})
+    summary = summary_frame(traces, {p.id: p for p in probes}, faithfulness=faith)
+    # A mean over the answer that listed them would pass for the whole set's.
+    assert pd.isna(summary.iloc[0]["faithfulness"])
+    assert (
+        f"retrievals_per_q, recall_at_k, recall, faithfulness: missing for {spec}: the service reported no "
+        "retrievals on 1 of the 2 probes it answered"
+    ) in summary.attrs["notes"]

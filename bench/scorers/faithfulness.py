@@ -10,7 +10,7 @@ from __future__ import annotations
 from typing import Any
 
 from flarebench.bench.agreement import OFFLINE_TEST
-from flarebench.bench.faithfulness import LEXICAL_METHOD, summarize_faithfulness
+from flarebench.bench.faithfulness import LEXICAL_METHOD, UNREPORTED, summarize_faithfulness
 from flarebench.bench.scorers.registry import HIGHER, LOWER, Column, Group, Scoring, scorer
 
 
@@ -73,5 +73,9 @@ def faithfulness(g: Group) -> dict[str, Any]:
     if not rows:
         return {}
     keys = set(zip(g.rows["strategy"], g.rows["probe_id"]))
-    mine = summarize_faithfulness({k: v for k, v in rows.items() if k in keys}).get(g.strategy, {})
+    mine = dict(summarize_faithfulness({k: v for k, v in rows.items() if k in keys}).get(g.strategy, {}))
+    if any(rows[k]["faithfulness_method"] == UNREPORTED for k in keys if k in rows):
+        # A service that listed no retrievals on some answers: a mean over the others would pass for
+        # the whole set's (the retrieval scorer's notes say which answers lacked them).
+        mine["faithfulness"] = None
     return {c: mine.get(c) for c in ("faithfulness", "faithfulness_n", "faithfulness_method", "judge_parse_failures")}

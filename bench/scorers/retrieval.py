@@ -28,7 +28,8 @@ def retrieval_row(trace: Trace, probe: Any, row: Mapping[str, Any]) -> dict[str,
 
 
 #: The columns a service's traces leave missing, as it reports no generation steps (this scorer's and
-#: the triggering scorer's), and as it may list no retrievals (this scorer's and the recall scorer's).
+#: the triggering scorer's), and as it may list no retrievals (this scorer's, the recall scorer's and
+#: the faithfulness scorer's).
 NO_STEPS = (
     "retrieval_rate",
     "triggered_share",
@@ -36,15 +37,15 @@ NO_STEPS = (
     "latency_p95_triggered_s",
     "latency_p95_untriggered_s",
 )
-NO_RETRIEVALS = ("retrievals_per_q", "recall_at_k", "recall")
+NO_RETRIEVALS = ("retrievals_per_q", "recall_at_k", "recall", "faithfulness")
 
 
 def unreported_retrieval(summary: pd.DataFrame, scoring: Scoring) -> list[str]:
     """A service reports no generation steps (so when it retrieved is unknown), and maybe no retrievals."""
     steps = "a service reports no generation steps, so whether a retrieval fired during generation is unknown"
-    return unreported(summary, scoring, NO_STEPS, lambda g: steps) + unreported(
-        summary, scoring, NO_RETRIEVALS, unlisted
-    )
+    # Faithfulness that was not scored at all (no passages read) is missing for that reason instead.
+    listed = NO_RETRIEVALS if scoring.faithfulness else tuple(c for c in NO_RETRIEVALS if c != "faithfulness")
+    return unreported(summary, scoring, NO_STEPS, lambda g: steps) + unreported(summary, scoring, listed, unlisted)
 
 
 def unlisted(g: Group) -> str | None:
