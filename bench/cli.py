@@ -570,12 +570,16 @@ def _scoring(args: argparse.Namespace, info: dict, run_json: Path):
     from flarebench.bench.uncertainty import DEFAULT_REFERENCE
     from flarebench.strategies.registry import SpecError, canonical, parse_spec
 
-    if args.reference:  # one the run lacks is said in the summary; one that is no strategy is a typo
+    if args.reference:
         args.reference = canonical(args.reference)  # as the run's rows are labelled
         try:
             parse_spec(args.reference)
         except SpecError as e:
             raise UserError(f"--reference: {e}") from None
+        # A rescoring cannot run it: every delta would be empty, and recorded for later rescorings.
+        specs = info["config"]["strategies"]
+        if args.reference not in specs:
+            raise UserError(f"--reference {args.reference}: not a strategy of this run ({', '.join(specs)})")
     recorded = info.get("scoring")
     reference = args.reference or (recorded or {}).get("reference") or DEFAULT_REFERENCE
     model = info["config"]["lm"]["name"]

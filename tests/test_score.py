@@ -90,7 +90,11 @@ def test_resume_with_other_prices_or_reference_is_allowed(tmp_path, scripted_lm)
     assert code == 0, out + err
     note = "note: --reference no_retrieval is not in this run, so the delta columns are empty"
     assert note in out
-    assert note in run_cli("score", str(run_dir), "--reference", "no_retrieval")[1]
+    # A rescoring cannot run it: refused, and nothing recorded.
+    code, out, err = run_cli("score", str(run_dir), "--reference", "flare_direct:theta=0.3")
+    assert code == 2 and err.strip() == (
+        "flarebench: --reference flare_direct:theta=0.3: not a strategy of this run (flare_direct)"
+    ), err
     assert (run_dir / "traces.jsonl").read_text() == traces  # resumed, nothing generated again
     assert json.loads((run_dir / "run.json").read_text())["scoring"]["reference"] == "no_retrieval"
     assert pd.read_csv(run_dir / "summary.csv")["cost_per_q"].iloc[0] > 0
