@@ -676,6 +676,7 @@ def _add_run_options(
     left out of the help (the command refuses them, in one line naming why)."""
     parser.epilog = DEFAULTS_NOTE
     for opt in RUN_OPTIONS:
+        parser.add_argument(opt.negation, **opt.negation_kwargs())
         if opt is PLUGIN:  # added with the command
             continue
         kwargs = opt.argparse_kwargs()

@@ -212,6 +212,7 @@ def apply_overrides(
     value of the metric's one current kind), or ``off`` (the metric is not gated).
     """
     out = {m: (dict(b) if b else b) for m, b in tolerances.items()}
+    given: set[str] = set()
     for item in overrides or []:
         metric, eq, spec = item.partition("=")
         metric, spec = metric.strip(), spec.strip()
@@ -220,6 +221,11 @@ def apply_overrides(
             raise GateError(f"{where}: expected METRIC=KIND:VALUE, METRIC=VALUE or METRIC=off")
         if metric not in METRICS:
             raise GateError(f"{where}: {_not_gateable(metric)}")
+        if metric in given:  # the last would silently win
+            raise GateError(
+                f"{where}: {metric} given twice; give each metric once (KIND:VALUE,KIND:VALUE for two bounds)"
+            )
+        given.add(metric)
         if spec.lower() in ("off", "none", "null"):
             out[metric] = None
             continue

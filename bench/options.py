@@ -4,13 +4,15 @@ every option has the same name, default and help in both. A project's config fil
 
 from __future__ import annotations
 
+import argparse
 from dataclasses import dataclass
 from typing import Any
 
 #: Said under the options in both --help texts: where their defaults can be set.
 DEFAULTS_NOTE = (
     "Any option's default can be set in flarebench.toml or in [tool.flarebench] of pyproject.toml (the nearest "
-    "from the current folder upwards), under its name without --; the command line wins."
+    "from the current folder upwards), under its name without --; the command line wins, and --no-NAME "
+    "(--no-gate, --no-cache, ...) sets NAME back to its built-in default."
 )
 
 # The defaults of calibrate's and compare --budget's --dev-fraction and --budget-tolerance (here, not
@@ -39,6 +41,20 @@ class Option:
     @property
     def dest(self) -> str:
         return self.flag.lstrip("-").replace("-", "_")
+
+    @property
+    def negation(self) -> str:
+        """``--no-NAME``: the built-in default, whatever the config file sets (``--no-gate``)."""
+        return f"--no-{self.flag.removeprefix('--')}"
+
+    @property
+    def negated_dest(self) -> str:
+        return f"no_{self.dest}"
+
+    def negation_kwargs(self) -> dict[str, Any]:
+        """Keyword arguments for the ``--no-NAME`` flag; left out of --help, which says it once
+        (:data:`DEFAULTS_NOTE`)."""
+        return {"action": "store_true", "default": None, "dest": self.negated_dest, "help": argparse.SUPPRESS}
 
     def argparse_kwargs(self) -> dict[str, Any]:
         """Keyword arguments for ``parser.add_argument`` / pytest's ``group.addoption``. The parsed

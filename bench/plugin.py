@@ -56,6 +56,7 @@ def pytest_addoption(parser: pytest.Parser) -> None:
     group = parser.getgroup("flarebench", f"flarebench: benchmark retrieval strategies. {DEFAULTS_NOTE}")
     for opt in RUN_OPTIONS:
         group.addoption(opt.flag, **opt.argparse_kwargs())
+        group.addoption(opt.negation, **opt.negation_kwargs())
 
 
 def _bench_arg(arg: str, here: Path) -> str:
@@ -108,7 +109,7 @@ def pytest_configure(config: pytest.Config) -> None:
 
     # The config file's defaults under the command line's values: a bad file is a usage error.
     try:
-        given = {o.dest: config.getoption(o.dest) for o in RUN_OPTIONS}
+        given = {dest: config.getoption(dest) for o in RUN_OPTIONS for dest in (o.dest, o.negated_dest)}
         values, sources = settings.resolve(given, settings.load(config.invocation_params.dir))
     except settings.SettingsError as e:
         raise _usage(str(e)) from None

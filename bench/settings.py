@@ -108,16 +108,20 @@ def resolve(
     given: dict[str, Any], settings: Settings, defaults: dict[str, Any] | None = None
 ) -> tuple[dict[str, Any], dict[str, str]]:
     """Every run option's value (by dest) and where it came from: the command line (``given``, where
-    None means not given), else the config file, else ``defaults`` (a command's own), else the
-    option's default. Sources name only the options that hold a value. An empty path on the command
-    line raises SettingsError, as in the file."""
+    None means not given), else the config file (unless ``given`` holds the option's ``--no-NAME``),
+    else ``defaults`` (a command's own), else the option's default. Sources name only the options
+    that hold a value. An empty path on the command line raises SettingsError, as in the file, and
+    so does an option given beside its ``--no-NAME``."""
     values, sources = {}, {}
     for opt in RUN_OPTIONS:
+        negated = given.get(opt.negated_dest)
         if given.get(opt.dest) is not None:
+            if negated:
+                raise SettingsError(f"{opt.flag} and {opt.negation} given together; give one")
             if opt.dest in _NOT_EMPTY:
                 _refuse_empty(given[opt.dest], opt.flag)
             values[opt.dest], source = given[opt.dest], COMMAND_LINE
-        elif opt.dest in settings.values:
+        elif opt.dest in settings.values and not negated:
             values[opt.dest], source = settings.values[opt.dest], str(settings.path)
         else:
             values[opt.dest] = (defaults or {}).get(opt.dest, False if opt.is_switch else opt.default)

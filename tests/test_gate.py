@@ -151,6 +151,9 @@ def test_tolerance_overrides_from_the_command_line():
     ]:
         with pytest.raises(GateError, match=message.replace(".", r"\.").replace("(", r"\(")):
             apply_overrides(DEFAULT_TOLERANCES, [bad])
+    # The same metric twice: the last would silently win.
+    with pytest.raises(GateError, match=r"^--tolerance em=max_drop:0: em given twice; give each metric once"):
+        apply_overrides(DEFAULT_TOLERANCES, ["em=max_drop:0.5", "em=max_drop:0"])
 
 
 def test_tolerances_in_a_file_are_validated():

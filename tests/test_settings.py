@@ -139,6 +139,24 @@ def test_the_command_line_wins_over_the_file_which_wins_over_the_default(tmp_pat
     assert values["reference"] is None and values["overwrite"] is False
 
 
+def test_no_name_sets_an_option_the_file_sets_back_to_its_default(tmp_path, monkeypatch, scripted_lm):
+    # A team's file gates every run: without --no-gate no run could remake its baseline or resume.
+    _write(tmp_path, "flarebench.toml", 'strategy = "no_retrieval"\nlimit = 3\ngate = "gone.json"\ncache = true\n')
+    monkeypatch.chdir(tmp_path)
+    code, out, err = run_cli("run", "--limit", "2", "--report-dir", "r")
+    assert code == 2 and "gone.json: not found" in err
+    code, out, err = run_cli("run", "--no-limit", "--no-gate", "--no-cache", "--report-dir", "r", "--no-overwrite")
+    assert code == 0, err
+    info = json.loads((tmp_path / "r" / "run.json").read_text())
+    assert info["probes_run"] == 50 and "gate" not in info["option_sources"] and "cache" not in info["option_sources"]
+    code, out, err = run_cli("run", "--gate", "x.json", "--no-gate")
+    assert code == 2 and err == "flarebench: --gate and --no-gate given together; give one\n"
+    with pytest.raises(SettingsError, match="^--strategy and --no-strategy given together"):  # pytest bench
+        resolve({"strategy": ["ircot"], "no_strategy": True}, Settings())
+    values, sources = resolve({"no_strategy": True}, Settings(tmp_path / "f.toml", {"strategy": ["ircot"]}))
+    assert values["strategy"] is None and "strategy" not in sources
+
+
 @pytest.mark.parametrize("flag", ["--cache", "--probes", "--report-dir", "--prices", "--gate", "--save-baseline"])
 def test_an_empty_path_on_the_command_line_is_refused_as_in_the_file(tmp_path, monkeypatch, flag, scripted_lm):
     # '' meant no value (--cache '' ran without a cache) or the current folder (--probes ''), silently.
