@@ -307,6 +307,7 @@ def _rescore(args: argparse.Namespace):
     except ConfigError as e:
         raise UserError(str(e)) from None
     _check_run_info(info, run_json)
+    _check_not_running(args, run_dir)
     if not args.plugin:
         _recorded_plugins(info.get("plugins") or [], run_json)
     elif left := [ref for ref in info.get("plugins") or [] if ref not in {recorded(r) for r in args.plugin}]:
@@ -377,6 +378,19 @@ def _recorded_plugins(refs: list[str], run_json: Path) -> None:
             print(
                 f"flarebench: {run_json}: plugins: {e}; scored without it (give --plugin to load it)", file=sys.stderr
             )
+
+
+def _check_not_running(args: argparse.Namespace, run_dir: Path) -> None:
+    """Refuse to record other scoring options (``--prices``, ``--reference``, ``--judge``) in a
+    folder a live run is writing: its run.json, rewritten after each spec, would drop them unsaid."""
+    from flarebench.bench.runlock import RunLock
+
+    given = [flag for flag in ("--prices", "--reference", "--judge") if getattr(args, flag[2:])]
+    if given and (owner := RunLock(run_dir).live_owner()):
+        raise UserError(
+            f"{run_dir}: a run is writing this folder (pid {owner['pid']}), and would rewrite the scoring "
+            f"{', '.join(given)} records; score with them once it has ended (without them, score reads it now)"
+        )
 
 
 def _check_run_info(info: dict, run_json: Path) -> None:

@@ -302,3 +302,21 @@ def test_a_recorded_judge_is_reused_unless_dropped_and_its_url_credentials_are_g
         _judge(argparse.Namespace(judge=None, judge_base_url=None), info)
     monkeypatch.setenv("JUDGE_BASE_URL", "http://user:pw@127.0.0.1:9/v1")
     assert _judge(argparse.Namespace(judge=None, judge_base_url=None), info).base_url == "http://user:pw@127.0.0.1:9/v1"
+
+
+def test_other_scoring_options_are_refused_while_a_run_writes_the_folder(scripted_run):
+    # The run rewrites run.json after each spec, and would drop the recorded prices unsaid.
+    import socket
+
+    before = (scripted_run / "run.json").read_text()
+    writer = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(60)"])
+    try:
+        lock = {"pid": writer.pid, "host": socket.gethostname(), "token": "t"}
+        (scripted_run / "run.lock").write_text(json.dumps(lock))
+        code, out, err = run_cli("score", str(scripted_run), "--reference", "no_retrieval")
+        assert code == 2 and err.startswith(f"flarebench: {scripted_run}: a run is writing this folder (pid "), err
+        assert "--reference" in err and (scripted_run / "run.json").read_text() == before
+        assert run_cli("score", str(scripted_run))[0] == 0  # reading it as it is needs no lock
+    finally:
+        writer.kill()
+        writer.wait()
