@@ -19,7 +19,9 @@ import json
 import sqlite3
 import threading
 import time
+from collections.abc import Callable
 from pathlib import Path
+from typing import TypeVar
 
 from flarebench.bench import version
 from flarebench.strategies.lm import LM, WARM_UP, ChatRequest, GenerationRequest, WrappedLM
@@ -42,6 +44,9 @@ def _hit(stored: LMCall, purpose: str) -> LMCall:
     """A stored call served again: marked cached, nothing evaluated, and no prefill observed (the
     lookup's time, filled in by the caller, is all it took)."""
     return dataclasses.replace(stored, purpose=purpose, evaluated_tokens=0, cached=True, prefill_seconds=None)
+
+
+T = TypeVar("T")
 
 
 class DiskCache:
@@ -68,10 +73,17 @@ class DiskCache:
             raise ValueError(f"--cache {self.folder}: {self.path} is not a flarebench cache ({e})") from None
         self._db = db
 
-    def get(self, key: str) -> dict | None:
+    def get(self, key: str, build: Callable[[dict], T]) -> T | None:
+        """The entry under ``key`` built by ``build``, or None when there is none, or when it cannot
+        be read back (damaged, or written by another program): a miss, made again and replaced."""
         with self._lock:
             row = self._db.execute("SELECT value FROM entries WHERE key = ?", (key,)).fetchone()
-        return json.loads(row[0]) if row else None
+        if row is None:
+            return None
+        try:
+            return build(json.loads(row[0]))
+        except (ValueError, TypeError, KeyError, AttributeError):
+            return None
 
     def put(self, key: str, value: dict) -> None:
         with self._lock:
@@ -105,9 +117,9 @@ class CachedLM(WrappedLM):
             if fields[name] == default:  # keys made before these fields existed stay valid
                 del fields[name]
         key = _key("lm", self._identity, fields)
-        stored = self.cache.get(key)
+        stored = self.cache.get(key, lambda d: LMCall(**d))
         if stored is not None:
-            return _hit(LMCall(**stored), request.purpose)
+            return _hit(stored, request.purpose)
         call = self.forward(request)
         self.cache.put(key, dataclasses.asdict(call))
         return call
@@ -118,9 +130,9 @@ class CachedLM(WrappedLM):
             return super()._chat(request)
         fields = {"messages": request.messages, "tools": request.tools, "max_tokens": request.max_tokens}
         key = _key("chat", self._identity, fields)
-        stored = self.cache.get(key)
+        stored = self.cache.get(key, call_from_dict)
         if stored is not None:
-            return _hit(call_from_dict(stored), request.purpose)
+            return _hit(stored, request.purpose)
         call = super()._chat(request)
         self.cache.put(key, dataclasses.asdict(call))
         return call
@@ -139,9 +151,8 @@ class CachedRetriever(Retriever):
     def lookup(self, query: str, k: int) -> Lookup:
         start = time.perf_counter()
         key = _key("retrieval", self._identity, {"query": query, "k": k})
-        stored = self.cache.get(key)
-        if stored is not None:
-            passages = [Passage(**p) for p in stored["passages"]]
+        passages = self.cache.get(key, lambda d: [Passage(**p) for p in d["passages"]])
+        if passages is not None:
             return Lookup(passages, time.perf_counter() - start, cached=True)
         found = self.inner.lookup(query, k)
         self.cache.put(key, {"passages": [dataclasses.asdict(p) for p in found.passages]})

@@ -45,6 +45,23 @@ def test_a_repeated_call_is_served_from_the_cache(tmp_path):
     assert warm.prompt_tokens == cold.prompt_tokens and warm.completion_tokens == cold.completion_tokens
 
 
+def test_a_damaged_entry_is_a_miss_made_again_and_replaced(tmp_path):
+    # An entry that no longer reads back (edited by hand, another program's) was every probe's error.
+    import sqlite3
+
+    inner = Described([([" Ann", "."], [0.4, 0.9])])
+    cache = DiskCache(tmp_path)
+    CachedLM(inner, cache).generate(PROMPT, 16)
+    with sqlite3.connect(cache.path) as db:
+        db.execute("UPDATE entries SET value = 'not json'")
+    again = CachedLM(inner, DiskCache(tmp_path))
+    assert not again.generate(PROMPT, 16).cached and len(inner.requests) == 2
+    assert again.generate(PROMPT, 16).cached  # replaced by the call made again
+    with sqlite3.connect(cache.path) as db:
+        db.execute("""UPDATE entries SET value = '{"unknown": 1}'""")
+    assert not CachedLM(inner, DiskCache(tmp_path)).generate(PROMPT, 16).cached
+
+
 def test_warm_up_calls_always_reach_the_model(tmp_path):
     # A warm-up readies the model for the probes (a static prefix's state): served from the cache,
     # the first call the cache misses would evaluate the prefix inside a probe's latency.
