@@ -54,12 +54,17 @@ class DiskCache:
 
     def __init__(self, folder: str | Path):
         self.folder = Path(folder)
+        self.path = self.folder / CACHE_FILE
+        self._lock = threading.Lock()
+        # A cache that exists is opened (and checked) now; a new one is made at its first entry, so a
+        # run refused before its first call (another configuration's folder) leaves nothing behind.
+        self._db = self._open() if self.path.exists() or self.path.is_symlink() else None
+
+    def _open(self) -> sqlite3.Connection:
         try:  # checked before the run (bench/paths.py), but a place can still refuse (/proc as root)
             self.folder.mkdir(parents=True, exist_ok=True)
         except OSError as e:
             raise ValueError(f"--cache {self.folder}: cannot be created ({e.strerror or e})") from None
-        self.path = self.folder / CACHE_FILE
-        self._lock = threading.Lock()
         # Autocommit: every entry is on disk as soon as it is written, so an interrupted run keeps it.
         db = None
         try:  # a damaged file, a folder in its place or another program's database: refused before the run
@@ -71,12 +76,14 @@ class DiskCache:
             if db is not None:
                 db.close()
             raise ValueError(f"--cache {self.folder}: {self.path} is not a flarebench cache ({e})") from None
-        self._db = db
+        return db
 
     def get(self, key: str, build: Callable[[dict], T]) -> T | None:
         """The entry under ``key`` built by ``build``, or None when there is none, or when it cannot
         be read back (damaged, or written by another program): a miss, made again and replaced."""
         with self._lock:
+            if self._db is None:
+                return None
             row = self._db.execute("SELECT value FROM entries WHERE key = ?", (key,)).fetchone()
         if row is None:
             return None
@@ -87,11 +94,14 @@ class DiskCache:
 
     def put(self, key: str, value: dict) -> None:
         with self._lock:
+            if self._db is None:
+                self._db = self._open()
             self._db.execute("INSERT OR REPLACE INTO entries VALUES (?, ?)", (key, json.dumps(value)))
 
     def close(self) -> None:
         with self._lock:
-            self._db.close()
+            if self._db is not None:
+                self._db.close()
 
 
 class CachedLM(WrappedLM):

@@ -114,6 +114,17 @@ def test_the_key_holds_everything_that_determines_the_call(tmp_path, change):
     assert len(inner.requests) == (1 if same_text else 2)
 
 
+def test_a_run_refused_before_its_first_call_leaves_no_cache_behind(tmp_path, scripted_lm):
+    # Another configuration's run folder is found once the backends are built, the cache with them.
+    from tests.scripted import run_cli
+
+    run = ("run", "--limit", "1", "--report-dir", str(tmp_path / "r"))
+    assert run_cli(*run, "--strategy", "single_time")[0] == 0
+    code, out, err = run_cli(*run, "--strategy", "no_retrieval", "--cache", str(tmp_path / "new"))
+    assert code == 2 and "holds a run of a different configuration" in err
+    assert not (tmp_path / "new").exists()
+
+
 def test_the_cache_persists_and_is_per_model(tmp_path):
     CachedLM(Described(["x"]), DiskCache(tmp_path)).generate(PROMPT, 8)
     again = Described(["y"])
@@ -125,8 +136,9 @@ def test_the_cache_persists_and_is_per_model(tmp_path):
 def test_a_cache_folder_that_cannot_be_made_is_one_line(tmp_path):
     # --cache is checked before the run; a place that still refuses (/proc as root) is one line too.
     (tmp_path / "afile").write_text("x")
+    cache = DiskCache(tmp_path / "afile" / "calls")  # a new cache is made at its first entry
     with pytest.raises(ValueError, match=r"^--cache .*afile/calls: cannot be created \("):
-        DiskCache(tmp_path / "afile" / "calls")
+        cache.put("key", {})
 
 
 @pytest.mark.parametrize("damage", ["garbage", "folder", "foreign"])
