@@ -383,7 +383,7 @@ def test_cache_keys_of_requests_without_per_token_extras_are_unchanged(tmp_path)
         "logit_bias": {},
         "stop_at_sentence": True,
     }
-    assert cached.cache.get(_key("lm", cached._identity, old)) is not None
+    assert cached.cache.get(_key("lm", cached._identity, old), dict) is not None
     cached.generate(prompt, 4, stop=("\n",), logprobs=True, stop_at_sentence=True, top_logprobs=2)
     assert len(inner.requests) == 2  # another request: not served from the first one's entry
 
