@@ -14,7 +14,7 @@ with the reason, never as 0.
 from __future__ import annotations
 
 import math
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
@@ -388,6 +388,7 @@ def adoption(
     rows: pd.DataFrame | None = None,
     faithfulness: Mapping[tuple[str, str], Mapping[str, Any]] | None = None,
     reference: str | None = None,
+    pending: Iterable[str] = (),
 ) -> Adoption:
     """The adoption tables of a run: one per strategy of ``summary`` other than ``reference``
     (default: the summary's delta_reference, else :data:`DEFAULT_REFERENCE`). ``rows`` (the
@@ -407,16 +408,21 @@ def adoption(
         for strategy in set(rows.loc[rows["service"].astype(object).eq(True), "strategy"].astype(str)):
             if strategy in records:
                 records[strategy]["_service"] = True
+    if reference not in records and reference in pending:
+        return Adoption(
+            reference,
+            absent=f"No adoption table yet: the reference strategy `{reference}` has not run yet.",
+        )
     if reference not in records:
         return Adoption(
             reference,
             absent=(
                 f"No adoption table: the reference strategy `{reference}` (the before column, --reference) "
-                f"is not in this run. After `run`, `compare` or `pytest bench`, the same command with "
-                f"`--strategy {reference}` added runs only it, on the same probes; a sweep or a calibration "
-                "varies one strategy, so run `flarebench compare --budget ...` (it calibrates and runs the "
-                f"reference in one folder) or rescore against a strategy of the run "
-                "(`flarebench score RUN_DIR --reference SPEC`)."
+                f"is not in this run. After `run`, `compare` or `pytest bench`, run the same command with "
+                f"`--strategy {reference}` added, in another run folder (`--report-dir`) or with `--overwrite`; "
+                "a sweep or a calibration varies one strategy, so "
+                "run `flarebench compare --budget ...` (it calibrates and runs the reference in one folder) "
+                "or rescore against a strategy of the run (`flarebench score RUN_DIR --reference SPEC`)."
             ),
         )
     others = [s for s in records if s != reference]

@@ -106,6 +106,7 @@ def summarize(
         price=price,
         reference=DEFAULT_REFERENCE if reference is None else reference,
         faithfulness=faithfulness,
+        pending=frozenset(order or ()) - set(seen),
     )
     out = []
     for strategy, group_rows in scoring.groups.items():

@@ -92,7 +92,8 @@ def summary_frame(
         summary.attrs["adoption"] = adoption(summary, reference=reference)
         return summary
     summary = summarize(rows, order=order, price=price, reference=reference, faithfulness=faithfulness, oracle=oracle)
-    summary.attrs["adoption"] = adoption(summary, rows, faithfulness, reference)
+    pending = [s for s in order or () if s not in set(rows["strategy"])]  # asked for, not run yet
+    summary.attrs["adoption"] = adoption(summary, rows, faithfulness, reference, pending)
     return summary
 
 

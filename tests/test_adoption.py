@@ -332,10 +332,14 @@ def test_run_and_score_write_the_same_adoption_md_and_a_missing_reference_is_sai
     code, out, err = run_cli("score", str(run_dir))
     assert code == 0, out + err
     assert (run_dir / ADOPTION_MD).read_text(encoding="utf-8") == md
-    code, out, err = run_cli("score", str(run_dir), "--reference", "ircot")
+    # A run without its reference says how to add it (a rescoring cannot run it: refused there).
+    other = tmp_path / "other"
+    code, out, err = run_cli("run", "--strategy", "single_time", "--limit", "1", "--reference", "ircot",
+                             "--report-dir", str(other))  # fmt: skip
     assert code == 0, out + err
-    again = (run_dir / ADOPTION_MD).read_text(encoding="utf-8")
-    assert "the reference strategy `ircot`" in again and "--strategy ircot" in again and "|" not in again
+    again = (other / ADOPTION_MD).read_text(encoding="utf-8")
+    assert "the reference strategy `ircot`" in again and "|" not in again
+    assert "`--strategy ircot` added, in another run folder (`--report-dir`) or with `--overwrite`" in again
 
 
 pytest_plugins = ["pytester"]

@@ -838,3 +838,24 @@ def test_recall_is_missing_and_said_when_a_retrieval_named_documents_outside_the
         "recall, recall_at_k, recall_first_hop, recall_later_hops: missing for foreign: 1 of its 1 answers "
         "retrieved doc ids the probe set's corpus lacks"
     ) in summary.attrs["notes"]
+
+
+def test_specs_asked_for_that_have_not_run_yet_are_said_so_not_absent():
+    # An interrupted comparison: the reference and the bounds were asked for and had not run.
+    from flarebench.bench.report import summary_frame
+
+    probe = FakeProbe("p1", answers=["x"])
+    traces = [trace([Step("s")], strategy=s) for s in ("flare_direct", "ircot")]
+    order = ["no_retrieval", "single_time", "flare_direct", "ircot", "flare_direct:theta=1"]
+    summary = summary_frame(traces, {"p1": probe}, order=order, reference="single_time")
+    notes = summary.attrs["notes"]
+    assert "delta columns: empty: the reference strategy single_time has not run yet" in notes
+    bounds = next(n for n in notes if n.startswith("bound rows:"))
+    assert "never = no_retrieval has not run yet, always = flare_direct:theta=1 has not run yet" in bounds
+    assert "headroom_captured empty: the never bound no_retrieval has not run yet" in bounds
+    assert summary.attrs["adoption"].absent == (
+        "No adoption table yet: the reference strategy `single_time` has not run yet."
+    )
+    # Not asked for at all: absent, as before.
+    notes = summarize(pd.DataFrame([probe_row(t, probe) for t in traces]), reference="single_time").attrs["notes"]
+    assert "delta columns: empty: the reference strategy single_time is not in this run (--reference SPEC)" in notes

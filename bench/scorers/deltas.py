@@ -21,6 +21,8 @@ def reference_note(scoring: Scoring) -> str:
             f"delta columns: each strategy minus {scoring.reference}, paired bootstrap over the probes both "
             "answered, 95% interval, 10,000 resamples, seed 0"
         )
+    if scoring.reference in scoring.pending:
+        return f"delta columns: empty: the reference strategy {scoring.reference} has not run yet"
     return f"delta columns: empty: the reference strategy {scoring.reference} is not in this run (--reference SPEC)"
 
 

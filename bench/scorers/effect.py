@@ -67,6 +67,8 @@ def _measure_headroom(scoring: Scoring) -> tuple[list[str], str | None, float | 
         return probes, never, None, None, "no probe was answered by every strategy"
     oracle = float(oracle_scores(scoring, QUALITY, probes).mean())
     if never is None:
+        if waiting := bound_specs(sorted(scoring.pending)).get(NEVER):
+            return probes, None, None, oracle, f"the never bound {waiting} has not run yet"
         return probes, None, None, oracle, f"no {NEVER_SPEC} spec (the never bound) in this run"
     base = per_probe(Group(never, scoring.groups[never], scoring), QUALITY)
     never_f1 = float(base.reindex(probes).mean())
@@ -82,8 +84,13 @@ def _note(scoring: Scoring) -> str:
     if n < 2 or not probes:
         return f"bound rows: none ({empty}); headroom_captured empty"
     always = bound_specs(scoring.groups).get(ALWAYS)
+    pending = bound_specs(sorted(scoring.pending))  # asked for, not run yet
     never_text = f"{never} ({QUALITY} {never_f1:.3f})" if never else f"absent (no {NEVER_SPEC} spec)"
     always_text = always if always else f"absent (no spec retrieves for every sentence, as {ALWAYS_SPEC} does)"
+    if not never and NEVER in pending:
+        never_text = f"{pending[NEVER]} has not run yet"
+    if not always and ALWAYS in pending:
+        always_text = f"{pending[ALWAYS]} has not run yet"
     line = (
         f"bound rows: never = {never_text}, always = {always_text}, oracle = per probe the best of the {n} "
         f"strategies over the {len(probes)} probes all of them answered ({QUALITY} {oracle:.3f}); "

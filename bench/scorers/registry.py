@@ -123,12 +123,16 @@ class Scoring:
     """What a summary is scored with besides one strategy's rows: every strategy's rows in summary
     order (for columns that compare strategies), the price (a :class:`flarebench.bench.prices.Price`, or
     None), the delta reference strategy, and the per-probe faithfulness rows
-    (:func:`flarebench.bench.faithfulness.faithfulness_rows`, or None when not computed)."""
+    (:func:`flarebench.bench.faithfulness.faithfulness_rows`, or None when not computed), and the
+    specs still to run."""
 
     groups: Mapping[str, pd.DataFrame]
     price: Any = None
     reference: str | None = None
     faithfulness: Mapping[tuple[str, str], Mapping[str, Any]] | None = None
+    #: The specs the run asked for that have no rows yet (it stopped, or goes on): a note about one
+    #: says it has not run, not that the run lacks it.
+    pending: frozenset[str] = frozenset()
     _shared: dict = field(default_factory=dict, init=False, repr=False, compare=False)
 
     def shared(self, key: Hashable, compute: Callable[[], Any]) -> Any:
