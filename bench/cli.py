@@ -348,10 +348,12 @@ def _rescore(args: argparse.Namespace):
             f"{traces_file}: holds no trace of the run's strategies and probes, yet {run_json} says the run "
             "is complete; its summary is kept"
         )
+    # A calibration's summary holds the specs it focused on, in its order (its dev points ran first).
+    focused = (info.get("study") or {}).get("specs")
     summary = summary_frame(
         traces,
         probes,
-        order=list(config["strategies"]),
+        order=focused if isinstance(focused, list) else list(config["strategies"]),
         price=price,
         reference=reference,
         faithfulness=_faithfulness(traces, probe_set, judge),

@@ -664,6 +664,8 @@ class BenchSession:
         points on its test part); run.json records that selection, so `report` rebuilds the same.
         Until a ``final`` focus the run is never ``complete``: the calibrated specs are still to come."""
         self.specs, self.selected = list(specs), list(probes)
+        if self.study is not None:  # the summary's rows in this order when rescored (run.json's probe_ids: probes)
+            self.study["specs"] = list(specs)
         self._more_to_come = not final
         self._scored_at = None
 

@@ -757,3 +757,17 @@ def test_a_calibrated_reference_is_compared_with_at_its_chosen_point(tmp_path, s
     assert strategies["f1_delta"].notna().all()
     assert json.loads((run_dir / "run.json").read_text())["scoring"]["reference"] == cal["chosen"]
     assert "not in this run" not in out
+
+
+@pytest.mark.slow
+def test_a_calibrated_comparison_rescores_to_the_summary_it_wrote(tmp_path, scripted_lm):
+    # Its dev points ran first (the always bound among them): the summary's rows keep the run's order.
+    from tests.scripted import run_cli
+
+    run_dir = tmp_path / "run"
+    argv = ["compare", "--strategy", "flare_direct", "--strategy", "single_time", "--budget", "retrieval_rate=0.5"]
+    code, out, err = run_cli(*argv, "--limit", "6", "--report-dir", str(run_dir))
+    assert code == 0, err
+    written = {name: (run_dir / name).read_text() for name in ("summary.csv", "summary.md", "calibration.csv")}
+    assert run_cli("score", str(run_dir))[0] == 0
+    assert {name: (run_dir / name).read_text() for name in written} == written
