@@ -45,7 +45,8 @@ def answer_row(trace: Trace, probe: Any, row: Mapping[str, Any]) -> dict[str, An
         'Mean exact match, 0-1, of the answer stated after the last "answer is" ("So the answer is X", '
         '"The answer is: X"; an output without that statement scores 0 here): SQuAD-normalised answer '
         "equals a gold alias; exact set match for list "
-        "answers; for yes/no questions accuracy of the first yes/no word of the answer. An answer whose words "
+        "answers; for yes/no questions accuracy of the first yes/no word of the answer; for a long probe, 1 when "
+        "its whole output states every required fact and no wrong value. An answer whose words "
         "all come from the question and that is not an exact gold match scores 0.",
         better=HIGHER,
         tolerance={"max_drop": 0.05},
