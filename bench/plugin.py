@@ -371,3 +371,7 @@ def pytest_terminal_summary(terminalreporter, exitstatus: int, config: pytest.Co
         terminalreporter.write_line(line)
     for note in config.stash.get(_GATE_NOTES, []):
         terminalreporter.write_line(note)
+    if session.interrupted:  # as `flarebench run` says it
+        from flarebench.bench.runner import resume_hint
+
+        terminalreporter.write_line(f"flarebench: interrupted; {resume_hint(session.gating.active)}")

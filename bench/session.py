@@ -25,7 +25,7 @@ from typing import Any
 from tqdm import tqdm
 
 from flarebench.bench.adoption import ADOPTION_MD
-from flarebench.bench.bounds import with_bounds
+from flarebench.bench.bounds import strategy_rows, with_bounds
 from flarebench.bench.calibrate import CALIBRATION_CSV, CalibrationError, Goal, check_goal_fits
 from flarebench.bench.config import command_line, fingerprint, first_difference, run_config
 from flarebench.bench.gate import GATE_JSON, GateError, Gating
@@ -256,6 +256,7 @@ class BenchSession:
         self._dev: tuple | None = None  # calibration's dev-run backends (see measure())
         self._more_to_come = False  # a calibration's specs are not all known yet (see focus())
         self.warmed: dict | None = None  # what warm_up() evaluated before the first probe
+        self.interrupted = False  # set by mark_interrupted(): the entry points say how to resume
         # A folder another process is writing is refused now, before the model loads (it is
         # checked again, authoritatively, when the lock is taken).
         self._lock: RunLock | None = None
@@ -737,6 +738,7 @@ class BenchSession:
             self._mark_interrupted()
 
     def _mark_interrupted(self) -> None:
+        self.interrupted = True
         with contextlib.suppress(Exception):
             self.write_summary(status="interrupted")
         with contextlib.suppress(Exception):
@@ -769,7 +771,9 @@ class BenchSession:
             if gating.difference:
                 lines.append(f"gate across configurations; first difference: {gating.difference}")
             broken = [spec for spec, verdict in gating.verdicts.items() if verdict]
-            unchecked = [spec for spec in gating.wanted if spec not in gating.verdicts]
+            ran = set(strategy_rows(self.summary())["strategy"])
+            unchecked = [spec for spec in gating.wanted if spec not in gating.verdicts and spec not in ran]
+            unfinished = [spec for spec in gating.wanted if spec not in gating.verdicts and spec in ran]
             gated = {*gating.wanted, *gating.against.values(), gating.reference}
             unasked = [s for s in gating.baseline.metrics if s not in gated]
             lines.append(
@@ -778,6 +782,7 @@ class BenchSession:
                 + (f" ({', '.join(broken)})" if broken else "")
                 + "".join(f"; {spec} against the baseline's {base}" for spec, base in gating.against.items())
                 # A gated spec that never ran passed nothing: said, so that "0 broken" is not read as a pass.
+                + (f"; not checked, as they did not finish: {', '.join(unfinished)}" if unfinished else "")
                 + (f"; not checked, as they did not run: {', '.join(unchecked)}" if unchecked else "")
                 + (f"; not gated in this run (not asked for): {', '.join(unasked)}" if unasked else "")
             )

@@ -890,3 +890,33 @@ def test_ctrl_c_under_pytest_bench_keeps_what_finished_and_marks_the_run_interru
     assert json.loads((run_dir / "run.json").read_text())["status"] == "interrupted"
     assert (run_dir / "summary.csv").read_text().splitlines()[1].startswith("single_time,1,")  # the probe that finished
     assert not (run_dir / "run.lock").exists()
+
+
+@pytest.mark.slow
+def test_ctrl_c_under_a_gated_pytest_bench_says_what_was_not_checked_and_how_to_run_again(
+    pytester, tmp_path, monkeypatch, oracle, capsys
+):
+    baseline = _save(tmp_path)
+
+    class Interrupting(OracleLM):
+        asked = 0
+
+        def _complete(self, request):
+            if "pw-0002" in {p.id for p in self.probes if p.question in request.prompt.dynamic}:
+                self.asked += 1
+                if self.asked == 2:  # Ctrl-C on single_time's second probe (the reference asked it first)
+                    raise KeyboardInterrupt
+            return super()._complete(request)
+
+    monkeypatch.setattr("flarebench.bench.recipe.make_lm", lambda *args, **kwargs: Interrupting())
+    args = ("--strategy", "single_time", "--limit", "3", "--report-dir", str(tmp_path / "r"), "--gate", str(baseline))
+    capsys.readouterr()
+    result = pytester.inline_run(str(ROOT / "bench"), "-p", "no:cacheprovider", *args, no_reraise_ctrlc=True)
+    assert result.ret == pytest.ExitCode.INTERRUPTED
+    out = capsys.readouterr().out
+    # single_time ran a probe: it did not finish, which is not "did not run".
+    assert "0 passed, 0 broken; not checked, as they did not finish: single_time" in out, out
+    assert (
+        "flarebench: interrupted; finished probes are kept, but a gated run is measured in one fresh run: "
+        "run the same command with --overwrite, or with another --report-dir"
+    ) in out
