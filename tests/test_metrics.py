@@ -859,3 +859,16 @@ def test_specs_asked_for_that_have_not_run_yet_are_said_so_not_absent():
     # Not asked for at all: absent, as before.
     notes = summarize(pd.DataFrame([probe_row(t, probe) for t in traces]), reference="single_time").attrs["notes"]
     assert "delta columns: empty: the reference strategy single_time is not in this run (--reference SPEC)" in notes
+
+
+def test_a_gate_whose_judgements_all_went_unparsed_is_said_not_left_blank():
+    # A self_check model that never names a verdict: no score, never fired; its columns are empty.
+    unparsed = {"trigger": "self_check", "score": None, "threshold": None, "fired": False, "unparsed": True}
+    probe = FakeProbe("p1", answers=["x"])
+    rows = pd.DataFrame([probe_row(trace([Step("s", gate=dict(unparsed)), Step("t", gate=dict(unparsed))]), probe)])
+    summary = summarize(rows)
+    assert pd.isna(summary.iloc[0]["gate_auroc"])
+    assert (
+        "gate of s: 2 judgement(s) had no score (the check's reply named no verdict) and did not fire; none had "
+        "one, so the gate never fired and its columns are empty"
+    ) in summary.attrs["notes"]

@@ -26,6 +26,8 @@ def gate_row(trace: Trace, probe: Any, row: Mapping[str, Any]) -> dict[str, Any]
         "gate_fired": gate.fired if gate else None,
         "gate_threshold": gate.threshold if gate else None,
         "gate_trigger": gate.trigger if gate else None,
+        # Judgements with no score (a self_check reply naming no verdict): they never fire.
+        "gate_unparsed": sum(1 for s in trace.steps if s.gate and s.gate.get("unparsed")),
     }
 
 
@@ -44,6 +46,13 @@ def gate_notes(summary: pd.DataFrame, scoring: Scoring) -> list[str]:
     notes = []
     for _, row in summary.iterrows():
         rows = scoring.groups[row["strategy"]]
+        unparsed = int(pd.to_numeric(rows["gate_unparsed"], errors="coerce").sum()) if "gate_unparsed" in rows else 0
+        if unparsed:
+            notes.append(
+                f"gate of {row['strategy']}: {unparsed} judgement(s) had no score (the check's reply named no "
+                "verdict) and did not fire"
+                + ("" if _has_drafts(rows) else "; none had one, so the gate never fired and its columns are empty")
+            )
         if not _has_drafts(rows):
             continue
         trigger = _trigger(rows)
