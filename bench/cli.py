@@ -112,7 +112,9 @@ def _compare(args: argparse.Namespace) -> int:
             "--budget-tolerance": args.budget_tolerance != TOLERANCE,
         }
         if given := [flag for flag, set_ in calibrating.items() if set_]:
-            raise UserError(f"{given[0]} needs --budget METRIC<=VALUE: compare calibrates only to a budget")
+            raise UserError(
+                f"{given[0]} needs --budget (METRIC<=VALUE, METRIC>=VALUE or METRIC=VALUE): compare calibrates only to a budget"
+            )
         return _run(args, study={"kind": "compare", **bounds})
     try:
         goal = parse_goal(args.budget, args.objective, "--budget")
@@ -966,6 +968,15 @@ def _parse(argv: list[str] | None) -> argparse.Namespace:
             m for u in unknown if u.startswith("-") for m in difflib.get_close_matches(u.split("=")[0], flags, n=1)
         ]
         hint = f" (did you mean {close[0]}?)" if close else ""
+        for flag in (u.split("=")[0] for u in unknown if u.startswith("--")):
+            # Another command's option (sweep --budget): which commands take it, not a near miss.
+            if owners := [
+                name
+                for name, other in parser.commands.items()
+                if name != args.command and any(flag in a.option_strings for a in other._actions)
+            ]:
+                hint = f" ({flag} is an option of {', '.join(sorted(owners))})"
+                break
         if args.command == "sweep" and any(u.split("=")[0] == "--values" for u in unknown):
             hint = " (sweep takes its values in --param NAME=V1,V2,...; --param NAME --values V1,V2 is calibrate's)"
         command.error(f"unrecognized arguments: {' '.join(unknown)}{hint}")

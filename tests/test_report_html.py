@@ -228,8 +228,14 @@ def test_sweep_runs_one_spec_per_value_and_plots_against_it(tmp_path, probe_awar
             ["compare", "--strategy", "single_time", "--strategy", "single_time"],
             "got single_time (given more than once; a spec runs once)",
         ),
-        (["compare", "--strategy", "all", "--seed", "4"], "--seed needs --budget METRIC<=VALUE"),
-        (["compare", "--strategy", "all", "--dev-fraction", "0.5"], "--dev-fraction needs --budget METRIC<=VALUE"),
+        (
+            ["compare", "--strategy", "all", "--seed", "4"],
+            "--seed needs --budget (METRIC<=VALUE, METRIC>=VALUE or METRIC=VALUE)",
+        ),
+        (
+            ["compare", "--strategy", "all", "--dev-fraction", "0.5"],
+            "--dev-fraction needs --budget (METRIC<=VALUE, METRIC>=VALUE or METRIC=VALUE)",
+        ),
     ],
 )
 def test_study_usage_errors_are_one_line(args, message, probe_aware):

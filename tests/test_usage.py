@@ -22,6 +22,11 @@ from flarebench.bench.cli import main
             "--param NAME=V1,V2,...; --param NAME --values V1,V2 is calibrate's)",
         ),
         (["run", "extra"], "flarebench run: error: unrecognized arguments: extra"),
+        (
+            ["sweep", "--param", "theta=0.2,0.5", "--budget", "retrieval_rate=0.5"],
+            "flarebench sweep: error: unrecognized arguments: --budget retrieval_rate=0.5 (--budget is an option "
+            "of calibrate, compare)",
+        ),
     ],
 )
 def test_an_unknown_option_is_said_with_the_commands_usage(capsys, argv, said):
