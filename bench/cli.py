@@ -113,7 +113,8 @@ def _compare(args: argparse.Namespace) -> int:
         }
         if given := [flag for flag, set_ in calibrating.items() if set_]:
             raise UserError(
-                f"{given[0]} needs --budget (METRIC<=VALUE, METRIC>=VALUE or METRIC=VALUE): compare calibrates only to a budget"
+                f"{given[0]} needs --budget (METRIC<=VALUE, METRIC>=VALUE or METRIC=VALUE): "
+                "compare calibrates only to a budget"
             )
         return _run(args, study={"kind": "compare", **bounds})
     try:
