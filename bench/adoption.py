@@ -310,18 +310,27 @@ def _value(row: Mapping[str, Any], column: str) -> float | None:
     return None if math.isnan(value) else value
 
 
+def _seconds(v: float, sign: str) -> str:
+    """Seconds to two decimals, or to two significant digits below 0.1 s: a difference of a few
+    milliseconds, significant or not, never reads as -0.00."""
+    digits = 2 if v == 0 or abs(v) >= 0.095 else min(6, 1 - math.floor(math.log10(abs(v))))
+    return f"{v:{sign}.{digits}f}"
+
+
 def _number(m: Measure, v: float, signed: bool = False) -> str:
     sign = "+" if signed else ""
     if m.unit == SHARE:
         return f"{100 * v:{sign}.1f} pts" if signed else f"{100 * v:.1f}%"
     if m.unit == SECONDS:
-        return f"{v:{sign}.2f} s"
+        return f"{_seconds(v, sign)} s"
     if m.unit == RELATIVE:
         return f"{100 * v:+.1f}%"
     return f"{v:{sign}.2f}"
 
 
 def _bound(m: Measure, v: float) -> str:
+    if m.unit == SECONDS:
+        return _seconds(v, "+")
     return f"{100 * v:+.1f}" if m.unit == SHARE else f"{v:+.2f}"
 
 

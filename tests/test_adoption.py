@@ -368,3 +368,12 @@ def test_a_strategy_that_never_retrieved_is_said_beside_its_savings():
         "answering without documents"
     ) in notes
     assert not any(n.startswith("no_retrieval") for n in notes)
+
+
+def test_a_difference_of_milliseconds_is_never_shown_as_zero():
+    # "-0.00 s [-0.00, -0.00] *" read as a significant nothing.
+    from flarebench.bench.adoption import LATENCY, _bound, _number
+
+    p95 = LATENCY
+    assert _number(p95, -0.0021, signed=True) == "-0.0021 s" and _bound(p95, -0.0004) == "-0.00040"
+    assert _number(p95, 1.984, signed=True) == "+1.98 s" and _number(p95, 0.0) == "0.00 s"
