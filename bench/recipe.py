@@ -4,6 +4,7 @@ model or an open connection cannot be sent to another process; the recipe can)."
 
 from __future__ import annotations
 
+import sys
 from dataclasses import dataclass
 from typing import Any
 
@@ -24,10 +25,15 @@ class Backends:
     capabilities: str | None = None
 
     def close(self) -> None:
-        """Close the LM and the cache (safe to call twice)."""
-        self.lm.close()
-        if self.cache is not None:
-            self.cache.close()
+        """Close the LM and the cache (safe to call twice). A plugin LM whose close() raises is said
+        in one line: the run it served is written and complete."""
+        try:
+            self.lm.close()
+        except Exception as e:  # noqa: BLE001 (a plugin's bug, after every result was written)
+            print(f"flarebench: warning: LM {self.lm.name}: close() raised {type(e).__name__}: {e}", file=sys.stderr)
+        finally:
+            if self.cache is not None:
+                self.cache.close()
 
 
 @dataclass(frozen=True)

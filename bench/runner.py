@@ -158,10 +158,10 @@ def check_compatible(spec: str, strategy: Strategy, lm: LM) -> None:
 def run_probe(spec: str, strategy: Strategy, probe, lm: LM | None, retriever: Retriever) -> Trace:
     """Run one strategy on one probe; a failure becomes an error trace, not a crash of the run,
     except an unreachable LM (LMUnavailable), which stops the run: every probe left would fail."""
-    if lm is not None:  # an http strategy's service is its own LM
-        lm.begin_answer()
     start = time.perf_counter()
     try:
+        if lm is not None:  # an http strategy's service is its own LM
+            lm.begin_answer()
         trace = strategy.run(probe.question, lm, retriever)
     except (KeyboardInterrupt, SystemExit, LMUnavailable):
         raise
@@ -169,10 +169,21 @@ def run_probe(spec: str, strategy: Strategy, probe, lm: LM | None, retriever: Re
         trace = _error_trace(probe.question, f"{type(e).__name__}: {e} ({_where(e)})")
     if not isinstance(trace, Trace):  # a plugin's mistake: recorded as this probe's, not a crash of the run
         trace = _error_trace(probe.question, f"{strategy.name}.run returned {type(trace).__name__}, not a Trace")
+    elif why := _unrecordable(trace):  # written, it would make traces.jsonl unreadable: the run could not resume
+        trace = _error_trace(probe.question, f"{strategy.name}.run returned a Trace that cannot be recorded ({why})")
     trace.seconds = time.perf_counter() - start
     trace.probe_id = probe.id
     trace.strategy = spec
     return trace
+
+
+def _unrecordable(trace: Trace) -> str | None:
+    """Why ``trace`` could not be written and read back (a field of the wrong type), or None."""
+    try:
+        Trace.from_dict(json.loads(json.dumps(trace.to_dict())))
+    except (ValueError, KeyError, TypeError, AttributeError) as e:
+        return f"{type(e).__name__}: {e}" if isinstance(e, KeyError | TypeError | AttributeError) else str(e)
+    return None
 
 
 def _error_trace(question: str, error: str) -> Trace:

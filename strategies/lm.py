@@ -3,13 +3,14 @@
 from __future__ import annotations
 
 import codecs
+import dataclasses
 import math
 import time
 from abc import ABC, abstractmethod
 from dataclasses import dataclass, field
 
 from flarebench.strategies.capabilities import CHAT, LOGIT_BIAS, LOGPROBS, TOOLS, TOP_LOGPROBS
-from flarebench.strategies.records import LMCall
+from flarebench.strategies.records import LMCall, checked
 
 
 @dataclass(frozen=True)
@@ -237,6 +238,12 @@ def check_reply(lm: LM, call: object, method: str, logprobs: bool = False) -> No
         raise LMError(f"LM {lm.name}: {method} returned an LMCall whose text is {what}, not str")
     if logprobs:
         _check_logprobs(lm, call)
+    # Every field as a trace records it (token counts whole and >= 0, seconds finite): a call the
+    # trace could not hold would otherwise be written, and refused when the run folder is read back.
+    try:
+        checked(dataclasses.asdict(call), LMCall)
+    except (ValueError, TypeError) as e:
+        raise LMError(f"LM {lm.name}: {method} returned an LMCall a trace cannot hold ({e})") from None
 
 
 def _check_logprobs(lm: LM, call: LMCall) -> None:

@@ -190,17 +190,34 @@ def parse_spec(spec: str, defaults: dict[str, Any] | None = None) -> Strategy:
     # the spec must set and does not): the same one line.
     except (ValueError, TypeError, AssertionError) as e:
         raise SpecError(f"{spec}: {str(e) or f'{cls.__qualname__} refused it ({type(e).__name__})'}") from None
+    except Exception as e:  # noqa: BLE001 (a plugin's validate() raising anything else: its bug, said in one line)
+        raise SpecError(f"{spec}: {cls.__qualname__}() raised {type(e).__name__}: {e}") from None
     finally:
         GIVEN.reset(given)
     _check_needs(spec, strategy)
+    _check_shape(spec, strategy)
     return strategy
+
+
+def _check_shape(spec: str, strategy: Strategy) -> None:
+    """Refuse, in one line, a strategy whose prompts or request shape cannot be recorded in the run's
+    configuration (a plugin's method that raises, or a shape that is not JSON)."""
+    for method in ("static_prompts", "request_sha256"):
+        try:
+            getattr(strategy, method)()
+        except Exception as e:  # noqa: BLE001 (a plugin's bug, found before any model loads)
+            name = "request_shape" if method == "request_sha256" else method
+            raise SpecError(f"{spec}: {type(strategy).__qualname__}.{name}() raised {type(e).__name__}: {e}") from None
 
 
 def _check_needs(spec: str, strategy: Strategy) -> None:
     """Refuse a strategy whose ``needs()`` is no set of capability names: the run compares it with
     what the LM offers, and a misspelt name would be refused as a capability nobody offers, unnamed."""
-    needs = strategy.needs()
     where = f"{spec}: {type(strategy).__qualname__}.needs()"
+    try:
+        needs = strategy.needs()
+    except Exception as e:  # noqa: BLE001 (a plugin's bug, found before any model loads)
+        raise SpecError(f"{where} raised {type(e).__name__}: {e}") from None
     known = f"known: {', '.join(CAPABILITIES)}"
     if not isinstance(needs, (set, frozenset)):
         raise SpecError(f"{where} must return a set of capability names, got {needs!r}; {known}")

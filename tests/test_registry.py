@@ -190,6 +190,27 @@ def test_a_validate_that_asserts_or_raises_type_error_is_a_spec_error(isolated_r
     assert str(e.value) == f"_test_checked:theta=2: {message}"
 
 
+@pytest.mark.parametrize(
+    ("method", "body", "message"),
+    [
+        ("validate", "raise RuntimeError('bad config')", "Broken() raised RuntimeError: bad config"),
+        ("needs", "raise KeyError('x')", "Broken.needs() raised KeyError: 'x'"),
+        ("static_prompts", "raise OSError('gone')", "Broken.static_prompts() raised OSError: gone"),
+        ("request_shape", "return {'x': object()}", "Broken.request_shape() raised TypeError: Object of type object"),
+    ],
+)
+def test_a_plugins_method_that_raises_is_a_spec_error_in_one_line(isolated_registry, method, body, message):
+    # Anything else a plugin's method raises was a traceback (an INTERNALERROR under pytest bench).
+    namespace: dict = {}
+    exec(f"def {method}(self):\n    {body}\n", namespace)
+    register("_test_broken")(
+        dataclasses.dataclass(type("Broken", (Strategy,), {method: namespace[method], "run": None}))
+    )
+    with pytest.raises(SpecError) as e:
+        parse_spec("_test_broken")
+    assert str(e.value).startswith(f"_test_broken: {message}")
+
+
 def test_a_parameter_the_spec_must_set_and_does_not_is_a_spec_error(isolated_registry):
     @register("_test_required")
     @dataclasses.dataclass

@@ -66,6 +66,41 @@ def test_traces_are_appended_as_produced_and_errors_recorded(tmp_path):
     assert [t.probe_id for t in log.read()] == ["p1", "p2", "p3"]
 
 
+def test_a_plugins_malformed_result_is_that_probes_error_and_the_folder_stays_readable(tmp_path):
+    # Written as it was, a trace the file cannot hold made traces.jsonl unreadable: no resume, no score.
+    from flarebench.strategies.records import Trace
+
+    @dataclasses.dataclass
+    class Sloppy(Strategy):
+        name: ClassVar[str] = "sloppy"
+
+        def run(self, question, lm, retriever):
+            if "one" in question:
+                return Trace(question=question, output=None, answer=None, stop_reason="stop")
+            call = lm.generate(dataclasses.replace(_PROMPT, dynamic=question), 8)
+            return finish(question, [Step(call.text, [call])])
+
+    class Miscounting(ScriptedLM):
+        def _complete(self, request):
+            return dataclasses.replace(super()._complete(request), prompt_tokens=-1)
+
+    class Unready(ScriptedLM):
+        def begin_answer(self):
+            raise RuntimeError("not ready")
+
+    log = TraceLog(tmp_path / "traces.jsonl")
+    lm = Miscounting([" So the answer is x."])
+    first, second = run_strategy("_test_sloppy", Sloppy(), PROBES[::2], lm, None, log)
+    assert first.error == "sloppy.run returned a Trace that cannot be recorded (output: expected a string, got null)"
+    assert second.error.startswith(
+        "LMError: LM scripted: _complete returned an LMCall a trace cannot hold (prompt_tokens: expected a whole "
+        "number >= 0, got -1)"
+    )
+    (third,) = run_strategy("_test_unready", Flaky(), PROBES[:1], Unready(["x"]), None, log)
+    assert third.error.startswith("RuntimeError: not ready")
+    assert [t.error is not None for t in log.read()] == [True, True, True]  # read back, every line
+
+
 def test_every_probe_begins_a_new_answer_of_the_lm_through_its_wrappers(tmp_path):
     class Marking(ScriptedLM):
         def begin_answer(self):
@@ -384,3 +419,14 @@ def test_a_strategy_warm_up_returning_no_lm_call_is_said_and_the_warm_up_goes_on
     assert warmed["prefixes"] == 1  # the LM's own prefix, evaluated
     said = capsys.readouterr().err
     assert said.startswith("flarebench: warm-up: _test_returns.warm_up: TypeError: returned str, not an LMCall or None")
+
+
+def test_an_lm_whose_close_raises_is_said_in_one_line_after_the_run(capsys):
+    from flarebench.bench.recipe import Backends
+
+    class Sticky(ScriptedLM):
+        def close(self):
+            raise RuntimeError("still busy")
+
+    Backends(Sticky(["x"]), ScriptedRetriever([["d"]])).close()
+    assert capsys.readouterr().err == "flarebench: warning: LM scripted: close() raised RuntimeError: still busy\n"

@@ -83,7 +83,7 @@ def test_registration_refuses_a_taken_name_order_or_column(isolated_scorers):
     def answer(g):
         return {}
 
-    with pytest.raises(ScorerError, match="scorer answer: registered twice"):
+    with pytest.raises(ScorerError, match=r"scorer answer: the name is taken \(a scorer is named after its function\)"):
         scorer(Column("fresh", "doc"), order=999)(answer)
 
 
@@ -210,3 +210,27 @@ def test_every_column_within_0_and_1_says_so_and_is_a_share():
     }
     # Differences and ratios range wider: below 0 (worse than never, less than the reference) or above 1.
     assert not shares & {"headroom_captured", "em_delta", "f1_delta", "tokens_rel_blended", "cost_rel_blended"}
+
+
+@pytest.mark.slow
+def test_a_plugin_scorer_that_clashes_with_a_built_in_is_the_plugins_one_line_error(tmp_path):
+    # In a process of its own: the plugin is imported before the built-in scorers would be.
+    import subprocess
+    import sys
+
+    plugin = tmp_path / "clash.py"
+    plugin.write_text(
+        "from flarebench.bench.scorers.registry import LOWER, Column, scorer\n\n\n"
+        '@scorer(Column("em", "mine", better=LOWER), order=127)\n'
+        "def em2(g):\n"
+        '    return {"em": 0.0}\n'
+    )
+    done = subprocess.run(
+        [sys.executable, "-m", "flarebench", "run", "--plugin", str(plugin), "--limit", "1"],
+        capture_output=True,
+        text=True,
+        cwd=tmp_path,
+    )
+    assert done.returncode == 2 and "Traceback" not in done.stderr, done.stderr
+    assert done.stderr.startswith(f"flarebench: --plugin {plugin}: ")
+    assert "scorer em2: column(s) declared elsewhere: em (answer)" in done.stderr

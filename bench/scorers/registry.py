@@ -290,9 +290,12 @@ def scorer(
         raise ScorerError("a scorer declares at least one column")
 
     def register(fn: Callable[[Group], Mapping[str, Any]]) -> Scorer:
+        # The built-in scorers first, so that a plugin's clash with one is the plugin's error.
+        if not fn.__module__.startswith(f"{__name__.rpartition('.')[0]}."):
+            load()
         name = fn.__name__
         if name in _SCORERS:
-            raise ScorerError(f"scorer {name}: registered twice")
+            raise ScorerError(f"scorer {name}: the name is taken (a scorer is named after its function)")
         taken = {s.order: s.name for s in _SCORERS.values()}
         if order in taken:
             raise ScorerError(f"scorer {name}: order {order} is taken by {taken[order]}")
