@@ -183,6 +183,13 @@ def test_an_errored_long_probe_recalls_nothing_and_is_not_incomplete():
     row = frame.iloc[0]
     assert row["fact_recall"] == pytest.approx(0.5) and row["incomplete_facts_rate"] == 0.0
     assert row["wrong_version_rate"] == 0.0 and row["incomplete_rate"] == 0.0 and row["errors"] == 1
+    # Every long probe raised: no output to judge, so the rates are empty (as incomplete_rate is), not
+    # 0, the best value a strategy that answered nothing would otherwise show.
+    (only,) = _summary(pairs[1:]).to_dict("records")
+    assert only["fact_recall"] == 0.0 and pd.isna(only["incomplete_rate"])
+    assert all(
+        pd.isna(only.get(c)) for c in ("incomplete_facts_rate", "wrong_version_rate", "incomplete_or_wrong_rate")
+    )
 
 
 def test_the_notes_say_which_incomplete_rate_a_run_uses():

@@ -92,7 +92,8 @@ def _note(summary: pd.DataFrame, scoring: Scoring) -> list[str]:
     Column(
         "incomplete_facts_rate",
         "Long probes only: share of the long probes whose output misses at least one required fact, "
-        "0-1; errored probes are not counted (see errors). This is incomplete_rate's definition for "
+        "0-1; errored probes are not counted (see errors), and it is empty when every long probe raised. "
+        "This is incomplete_rate's definition for "
         "long probes: incomplete_rate adds these probes to the short probes without a final-answer "
         "statement (the run's notes say when it does).",
         better=LOWER,
@@ -102,14 +103,14 @@ def _note(summary: pd.DataFrame, scoring: Scoring) -> list[str]:
         "wrong_version_rate",
         "Long probes only: share of the long probes whose output states a wrong value of some "
         "required fact (one of its wrong_values: an older release, the staging value, a relative's "
-        "name), whether or not the right value is stated too, 0-1.",
+        "name), whether or not the right value is stated too, 0-1; empty when every long probe raised.",
         better=LOWER,
         optional=True,
     ),
     Column(
         "incomplete_or_wrong_rate",
         "Long probes only: share of the long probes whose output misses a required fact or states "
-        "a wrong value (either of the two columns before), 0-1.",
+        "a wrong value (either of the two columns before), 0-1; empty when every long probe raised.",
         better=LOWER,
         optional=True,
     ),
@@ -125,6 +126,8 @@ def facts(g: Group) -> dict[str, float]:
         return {}
     rows, failed = g.rows[long], g.failed[long]
     recall = (rows["facts_found"].astype(float) / rows["facts_total"].astype(float)).where(~failed, 0.0)
+    if failed.all():  # no output to judge: empty, not rates of 0 that read as none incomplete or wrong
+        return {"fact_recall": float(recall.mean())}
     missing, wrong = fact_flags(g)
     n = len(rows)
     return {
