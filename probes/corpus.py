@@ -23,6 +23,7 @@ import os
 import shlex
 import shutil
 import sys
+import unicodedata
 from collections import Counter
 from dataclasses import dataclass
 from importlib import metadata
@@ -163,10 +164,15 @@ def _probes(asked: list[Question], where: Path, chunks: list[Chunk]) -> list[dic
         by_file.setdefault(c.source, []).append(c.id)
     problems: list[str] = []
 
+    # A name typed on one system and a file named on another (macOS writes file names decomposed,
+    # "e" and an accent): the same name when both are put in one Unicode normal form.
+    composed = {unicodedata.normalize("NFC", name): name for name in [*by_file, *ids]}
+
     def resolve(line: int, field: str, sources: list[str]) -> list[str]:
         found: list[str] = []
         for i, source in enumerate(sources):
             name = source.replace("\\", "/").removeprefix("./")
+            name = composed.get(unicodedata.normalize("NFC", name), name)
             if name in ids or name in by_file:
                 found += [name] if name in ids else by_file[name]
                 continue

@@ -225,6 +225,18 @@ def test_a_gold_source_that_matches_nothing(capsys, folder, tmp_path):
     )
 
 
+def test_a_gold_source_in_another_unicode_form_is_the_same_file(capsys, folder, tmp_path):
+    # A file named on macOS (decomposed: "e" and an accent) and a name typed elsewhere (composed).
+    import unicodedata
+
+    (folder / "glossary.txt").rename(folder / unicodedata.normalize("NFD", "glossaire-café.txt"))
+    _edit_question(folder, 1, gold=unicodedata.normalize("NFC", "glossaire-café.txt"))
+    code, out = _build(capsys, folder, tmp_path / "set")
+    assert code == 0, out
+    gold = _rows(tmp_path / "set" / "probes.jsonl")[0]["gold_doc_ids"]
+    assert gold and all(unicodedata.normalize("NFC", g).startswith("glossaire-café.txt#") for g in gold)
+
+
 def test_duplicate_question_ids(capsys, folder, tmp_path):
     _edit_question(folder, 3, id="seat-hold")
     line = _one_problem(capsys, folder, tmp_path / "set")
