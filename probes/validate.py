@@ -13,7 +13,7 @@ import os
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 
-from flarebench.bench.answers import normalize_answer
+from flarebench.bench.answers import normalize_answer, normalize_value
 from flarebench.probes.json_errors import JSON_ERRORS, invalid_json
 
 from .model import ANSWER_TYPES, find_licence
@@ -208,10 +208,11 @@ def _check_fact(
         ("answers", fact.get("answers") if aliases_ok else []),
         ("wrong_values", wrong if wrong_ok else []),
     ):
-        for j, value in enumerate(values):  # a value is matched on its letters and digits
-            if not any(ch.isalnum() for ch in value):
+        for j, value in enumerate(values):  # a value is matched normalised, as scoring reads it
+            if not normalize_value(value):
                 problems.append(
-                    f"{path}:{n}: {where}.{key}[{j}]: '{value}' has no letter or digit: it can never be matched"
+                    f"{path}:{n}: {where}.{key}[{j}]: '{value}' normalises to nothing (scoring drops articles and "
+                    "punctuation): it can never be matched"
                 )
     if wrong_ok and aliases_ok:
         aliases = {a.strip().lower() for a in fact["answers"]}

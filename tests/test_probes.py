@@ -439,11 +439,18 @@ def test_a_long_probe_is_valid_without_answers_or_with_empty_ones(tmp_path):
         ),
         (
             {"required_facts": [{**FACT, "wrong_values": ["--"]}]},
-            "required_facts[0].wrong_values[0]: '--' has no letter or digit: it can never be matched",
+            "required_facts[0].wrong_values[0]: '--' normalises to nothing (scoring drops articles and "
+            "punctuation): it can never be matched",
+        ),
+        (
+            {"required_facts": [{**FACT, "wrong_values": ["The"]}]},
+            "required_facts[0].wrong_values[0]: 'The' normalises to nothing (scoring drops articles and "
+            "punctuation): it can never be matched",
         ),
         (
             {"required_facts": [{**FACT, "answers": ["painter", "..."]}]},
-            "required_facts[0].answers[1]: '...' has no letter or digit: it can never be matched",
+            "required_facts[0].answers[1]: '...' normalises to nothing (scoring drops articles and "
+            "punctuation): it can never be matched",
         ),
         (
             {"required_facts": [{**FACT, "wrong_values": ["Painter"]}]},
