@@ -227,7 +227,7 @@ def _command(folder: Path, out: Path, questions: Path | None, chunking: Chunking
 
 def _readme(source: str, command: str, built: Built, chunking: Chunking, licence: str) -> str:
     formats = ", ".join(f"{fmt}: {n}" for fmt, n in built.files.items())
-    skipped = f"; skipped (not a supported format): {len(built.skipped)}" if built.skipped else ""
+    skipped = f"; skipped (not a supported format, or no text): {len(built.skipped)}" if built.skipped else ""
     return f"""# {built.out.name}: probes over the documents in `{source}`
 
 Built by flarebench's `python -m flarebench.probes corpus` from a folder of documents.
@@ -359,9 +359,11 @@ def build(
         except DocumentError as e:
             problems.append(str(e))
             continue
-        formats[doc.format] += 1
         if not (found := _chunks(doc, chunker)):
             print(f"skipped {name}: no text (a scanned PDF has none to extract)")
+            skipped.append(name)  # listed as skipped in build.json and the README, not counted as read
+            continue
+        formats[doc.format] += 1
         chunks += found
     if problems:
         raise CorpusError(problems)

@@ -266,6 +266,13 @@ def test_a_file_without_text_is_skipped_with_a_note(capsys, folder, tmp_path):
     (folder / "empty.md").write_text("# Only a heading\n")
     code, printed = _build(capsys, folder, tmp_path / "set")
     assert code == 0 and "skipped empty.md: no text" in printed
+    # Listed as skipped, not counted among the files read.
+    build = json.loads((tmp_path / "set" / "build.json").read_text())
+    assert "empty.md" in build["skipped"]
+    before = build["files"]
+    (folder / "empty.md").unlink()
+    assert _build(capsys, folder, tmp_path / "again")[0] == 0
+    assert json.loads((tmp_path / "again" / "build.json").read_text())["files"] == before
 
 
 def test_a_markdown_file_that_is_not_utf8(capsys, folder, tmp_path):
