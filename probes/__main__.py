@@ -71,6 +71,9 @@ def _corpus(args: argparse.Namespace) -> int:
     except CorpusError as e:
         print(e)
         return 2
+    except KeyboardInterrupt:  # the build writes its set whole or not at all: nothing to keep
+        print(f"interrupted; {args.out} is as it was", file=sys.stderr)
+        return 130
     files = f"{sum(built.files.values())} files ({', '.join(f'{n} {fmt}' for fmt, n in built.files.items())})"
     print(f"{args.out}: {built.chunks} chunks from {files}, {built.probes} probes")
     return 0

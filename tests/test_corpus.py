@@ -156,8 +156,8 @@ def test_an_interrupted_build_leaves_the_set_as_it_was(capsys, tmp_path, monkeyp
         raise KeyboardInterrupt
 
     monkeypatch.setattr(corpus, "check_folder", interrupted)  # after the files are written, before the rename
-    with pytest.raises(KeyboardInterrupt):
-        _build(capsys, FIXTURE, out, "--overwrite")
+    code = main(["corpus", str(FIXTURE), "--out", str(out), "--overwrite"])
+    assert code == 130 and capsys.readouterr().err == f"interrupted; {out} is as it was\n"  # one line, no traceback
     assert [p.name for p in out.iterdir()] == ["corpus.jsonl"] and (out / "corpus.jsonl").read_text() == "old\n"
     assert sorted(p.name for p in tmp_path.iterdir()) == ["set"]
 
