@@ -75,8 +75,9 @@ class Option:
 #: --plugin, which every flarebench command takes (not only the run commands).
 PLUGIN = Option(
     "--plugin",
-    "import a plugin for this run: a module name or a FILE.py whose @register (strategies), @register_lm or "
-    "@register_retriever classes become available by name; repeatable (installed plugins' entry points need none)",
+    "import a plugin for this run: a module name or a FILE.py whose @register (strategies), @register_lm, "
+    "@register_retriever and @trigger classes and @scorer functions become available by name; repeatable "
+    "(installed plugins' entry points need none)",
     repeatable=True,
     metavar="MODULE|FILE.py",
 )

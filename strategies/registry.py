@@ -48,10 +48,8 @@ def register(name: str) -> Callable[[type[Strategy]], type[Strategy]]:
 
     def deco(cls: type[Strategy]) -> type[Strategy]:
         plugins.check_name("strategy", name, reserved=("all",))  # "all" expands to the built-ins
-        if not dataclasses.is_dataclass(cls):
-            raise plugins.PluginError(
-                f"strategy {name!r}: {cls.__qualname__} must be a dataclass (its fields are the strategy's parameters)"
-            )
+        # A subclass of Strategy (a dataclass) is a dataclass too: whether it declares its own fields
+        # as one is checked next.
         if not (isinstance(cls, type) and issubclass(cls, Strategy)):
             raise plugins.PluginError(f"strategy {name!r}: {cls.__qualname__} must be a subclass of Strategy")
         if undeclared := _undeclared_fields(cls):

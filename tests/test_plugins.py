@@ -171,7 +171,7 @@ def _written(folder: Path) -> set[str]:
         ("exits.py", "--plugin {tmp}/exits.py: exited while being imported (SystemExit 3)"),
         (
             "nodc.py",
-            "--plugin {tmp}/nodc.py: strategy 'mine': X must be a dataclass (its fields are the strategy's parameters)",
+            "--plugin {tmp}/nodc.py: strategy 'mine': X must be a subclass of Strategy",
         ),
         ("dupreg.py", "--plugin {tmp}/dupreg.py: strategy 'single_time' is already registered (built in)"),
         (
