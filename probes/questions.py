@@ -158,7 +158,9 @@ def read_questions(path: Path) -> list[Question]:
         if q is None:
             continue
         if q.id in first:
-            problems.append(f"{name}:{n}: id: duplicate id '{q.id}' (first on line {first[q.id]})")
+            given = "id" in obj  # a question without one gets q<LINE>, which another may have taken
+            which = f"duplicate id '{q.id}'" if given else f"its default id '{q.id}' (q and its line) is taken"
+            problems.append(f"{name}:{n}: id: {which} (first on line {first[q.id]})")
             continue
         first[q.id] = n
         questions.append(q)

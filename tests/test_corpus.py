@@ -243,6 +243,15 @@ def test_duplicate_question_ids(capsys, folder, tmp_path):
     assert line == f"{folder / 'questions.jsonl'}:3: id: duplicate id 'seat-hold' (first on line 1)"
 
 
+def test_a_question_whose_default_id_is_taken_is_told_it_is_its_default(capsys, folder, tmp_path):
+    _edit_question(folder, 1, id="q3")
+    _edit_question(folder, 3, id=None)  # no id: q3, its line, which line 1 took
+    line = _one_problem(capsys, folder, tmp_path / "set")
+    assert (
+        line == f"{folder / 'questions.jsonl'}:3: id: its default id 'q3' (q and its line) is taken (first on line 1)"
+    )
+
+
 def test_a_misspelt_question_field_is_named(capsys, folder, tmp_path):
     _edit_question(folder, 4, answer=None, anwser="24 hours")
     code, printed = _build(capsys, folder, tmp_path / "set")
