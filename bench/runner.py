@@ -15,6 +15,7 @@ from pathlib import Path
 
 from flarebench.strategies.base import Strategy
 from flarebench.strategies.capabilities import describe
+from flarebench.strategies.http_client import redact_secrets
 from flarebench.strategies.lm import LM, LMUnavailable
 from flarebench.strategies.records import LMCall, Trace
 from flarebench.strategies.registry import BUILTIN, get, parse_spec
@@ -187,8 +188,9 @@ def _unrecordable(trace: Trace) -> str | None:
 
 
 def _error_trace(question: str, error: str) -> Trace:
-    """The trace of a probe that failed with ``error``."""
-    return Trace(question=question, output="", answer=None, stop_reason="error", error=error)
+    """The trace of a probe that failed with ``error``, any key it quotes redacted (it is written to
+    traces.jsonl and shown in the reports)."""
+    return Trace(question=question, output="", answer=None, stop_reason="error", error=redact_secrets(error))
 
 
 def _where(e: BaseException) -> str:

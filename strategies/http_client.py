@@ -18,6 +18,7 @@ URL and wherever else they appear in the message (a reply that echoes the reques
 from __future__ import annotations
 
 import json
+import os
 import random
 import re
 import threading
@@ -47,6 +48,9 @@ PARAM = re.compile(r"([?&])([^=&\s'\",?#]+)=((?:[^&\s'\",#]*[^&\s'\",#:])?)")
 #: Secrets shorter than this are redacted in the URL only: replacing them everywhere in a message
 #: would mangle it.
 MIN_SECRET = 4
+#: The shortest value of a key-like environment variable that is redacted in error texts (shorter
+#: ones, a "1" or "yes", would blank out unrelated words).
+MIN_ENV_SECRET = 8
 
 
 class ServiceError(RuntimeError):
@@ -201,6 +205,16 @@ def redact_urls(text: str) -> str:
     parse); a comma ends a URL, as it ends a strategy parameter."""
     text = URL.sub(lambda m: redact_url(m.group()), text)
     return PARAM.sub(lambda m: f"{m[1]}{m[2]}={REDACTED}" if m[3] and _secret_name(m[2]) else m[0], text)
+
+
+def redact_secrets(text: str) -> str:
+    """:func:`redact_urls`, and the value of every environment variable with a key-like name
+    (``OPENAI_API_KEY``, ``JUDGE_API_KEY``, the variable an ``--lm-api-key-env`` names) wherever it
+    appears: an error a backend or a plugin raised may quote the key it was given."""
+    for name, value in os.environ.items():
+        if len(value) >= MIN_ENV_SECRET and SECRET_PARAM.search(name):
+            text = text.replace(value, REDACTED)
+    return redact_urls(text)
 
 
 def _secret_name(name: str) -> bool:

@@ -430,3 +430,19 @@ def test_an_lm_whose_close_raises_is_said_in_one_line_after_the_run(capsys):
 
     Backends(Sticky(["x"]), ScriptedRetriever([["d"]])).close()
     assert capsys.readouterr().err == "flarebench: warning: LM scripted: close() raised RuntimeError: still busy\n"
+
+
+def test_a_key_quoted_in_an_error_is_never_recorded(tmp_path, monkeypatch):
+    # A backend or a plugin whose error quotes the key it was given: traces.jsonl, the summary and
+    # the report show the error.
+    monkeypatch.setenv("OPENAI_API_KEY", "sk-test-DO-NOT-LEAK-123456")
+
+    @dataclasses.dataclass
+    class Leaky(Strategy):
+        def run(self, question, lm, retriever):
+            raise RuntimeError(f"auth failed with {os.environ['OPENAI_API_KEY']}")
+
+    log = TraceLog(tmp_path / "traces.jsonl")
+    (trace,) = run_strategy("_test_leaky", Leaky(), PROBES[:1], ScriptedLM(["x"]), None, log)
+    assert trace.error.startswith("RuntimeError: auth failed with ***")
+    assert "DO-NOT-LEAK" not in (tmp_path / "traces.jsonl").read_text()
