@@ -167,6 +167,12 @@ def _headroom(summary: pd.DataFrame, oracle: pd.DataFrame) -> str | None:
     never = bounds[NEVER]
     best = scored.loc[scored["headroom_captured"].astype(float).idxmax()]
     top = f" ({_fmt(float(oracle[QUALITY].iloc[0]))})" if not oracle.empty else ""
+    if float(best["headroom_captured"]) <= 0:  # a tie at nothing: no strategy "closes the most"
+        return (
+            f"No strategy closes any of the {QUALITY.upper()} gap between never ({never['strategy']}, "
+            f"{_fmt(float(never[QUALITY]))}) and the per-probe oracle{top}: headroom_captured is at most "
+            f"{_fmt(float(best['headroom_captured']))} for every strategy."
+        )
     line = (
         f"Of the {QUALITY.upper()} gap between never ({never['strategy']}, {_fmt(float(never[QUALITY]))}) and "
         f"the per-probe oracle{top}, {best['strategy']} closes the most: headroom_captured "

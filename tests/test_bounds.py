@@ -347,3 +347,13 @@ def test_the_compact_table_of_long_probes_leads_with_what_the_answers_state():
     assert columns[columns.index("errors") + 1 : columns.index("recall")] == [
         "fact_recall", "incomplete_rate", "wrong_version_rate", "incomplete_or_wrong_rate"
     ]  # fmt: skip
+
+
+def test_when_no_strategy_closes_any_headroom_none_is_said_to_close_the_most():
+    even = {"no_retrieval": [GOLD, "x", "x", "x"], "single_time": ["x", GOLD, "x", "x"], "ircot": ["x"] * 4}
+    lines = findings(summarize(_rows(even), reference="single_time", oracle=True), {"kind": "compare"})
+    assert not any("closes the most" in line for line in lines)
+    assert (
+        "No strategy closes any of the F1 gap between never (no_retrieval, 0.250) and the per-probe oracle "
+        "(0.500): headroom_captured is at most 0.000 for every strategy." in lines
+    )
