@@ -220,7 +220,8 @@ class FlareDirect(Gated, Strategy):
         if self.trigger == "self_check":
             shape["prompts"].append(SELF_CHECK_PROMPT + SELF_CHECK_QUERY)
             shape["stops"].append(list(SELF_CHECK_STOP))
-        shape = {**shape, "abstention": ABSTENTION, "trigger": self.trigger}
+        # Its own look-ahead, not the shared sentence look-ahead (the same at the default, 64).
+        shape = {**shape, "lookahead_tokens": self.lookahead_tokens, "abstention": ABSTENTION, "trigger": self.trigger}
         if self._gate.top_logprobs or self._gate.entropy:
             shape["per_token"] = {"top_logprobs": self._gate.top_logprobs, "entropy": self._gate.entropy}
         if self._terms:
