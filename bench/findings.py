@@ -89,12 +89,21 @@ def _long_answers(summary: pd.DataFrame) -> str | None:
     model writes such answers at all."""
     if "fact_recall" not in summary or summary["fact_recall"].isna().all():
         return None
-    best = summary.loc[summary["fact_recall"].astype(float).idxmax()]
+    # A strategy whose every probe raised has fact_recall 0 (errors count 0) but wrote no answer.
+    answered = summary
+    if {"errors", "n"} <= set(summary.columns):
+        answered = summary[summary["errors"].astype(float) < summary["n"].astype(float)]
+    if answered.empty:
+        return "Long answers: every probe of every strategy raised an error, so no answer was judged (see errors)."
+    best = answered.loc[answered["fact_recall"].astype(float).idxmax()]
     line = (
         f"Long answers: the best strategy, {best['strategy']}, states {_fmt(float(best['fact_recall']))} of the "
-        f"required facts; {_fmt(float(summary['incomplete_or_wrong_rate'].min()))} of answers at best miss a fact "
-        "or state a wrong value"
+        "required facts"
     )
+    # Empty (left out) where every long probe raised: no output was judged.
+    wrong = answered.get("incomplete_or_wrong_rate", pd.Series(dtype=float)).astype(float)
+    if wrong.notna().any():
+        line += f"; {_fmt(float(wrong.min()))} of answers at best miss a fact or state a wrong value"
     if float(best["fact_recall"]) < LOW_FACT_RECALL:
         line += (
             f" (below {LOW_FACT_RECALL}: this model does not write these answers from the passages, so no "

@@ -185,8 +185,13 @@ def test_an_errored_long_probe_recalls_nothing_and_is_not_incomplete():
     assert row["wrong_version_rate"] == 0.0 and row["incomplete_rate"] == 0.0 and row["errors"] == 1
     # Every long probe raised: no output to judge, so the rates are empty (as incomplete_rate is), not
     # 0, the best value a strategy that answered nothing would otherwise show.
-    (only,) = _summary(pairs[1:]).to_dict("records")
+    raised = _summary(pairs[1:])
+    (only,) = raised.to_dict("records")
     assert only["fact_recall"] == 0.0 and pd.isna(only["incomplete_rate"])
+    from flarebench.bench.findings import findings  # and the findings (report.html) read it so, not crash
+
+    line = "Long answers: every probe of every strategy raised an error, so no answer was judged (see errors)."
+    assert line in findings(raised, {})
     assert all(
         pd.isna(only.get(c)) for c in ("incomplete_facts_rate", "wrong_version_rate", "incomplete_or_wrong_rate")
     )
