@@ -334,3 +334,11 @@ def test_the_findings_say_plainly_when_the_model_cannot_write_the_long_answers()
     summary["fact_recall"] = [0.4, 0.7]
     assert "does not write" not in _long_answers(summary)
     assert _long_answers(summary.drop(columns=["fact_recall", "incomplete_or_wrong_rate"])) is None
+
+
+def test_a_long_answer_the_strategy_abstained_on_counts_as_abstain():
+    # flare_direct:abstain=true ends an answer it is unsure of with its abstention, long ones too.
+    abstained = long_trace(ONE_MISSING)
+    abstained.stop_reason = "abstain"
+    row = _summary([(abstained, UPGRADE)]).iloc[0]
+    assert row["incomplete_abstain"] == 1.0 and row["incomplete_rate"] == 1.0 and row["incomplete_facts_rate"] == 1.0

@@ -14,9 +14,10 @@ from flarebench.strategies.records import Trace
 #: The reasons, in the order of their summary columns ``incomplete_<reason>`` (row column ``incomplete``).
 INCOMPLETE_REASONS = ("token_cap", "step_cap", "no_answer", "abstain", "empty")
 #: The reason of a long answer (``answer_type`` ``long``) that misses a required fact: long answers
-#: are judged by their facts (:mod:`flarebench.bench.scorers.facts`), never by the format reasons
+#: are judged by their facts (:mod:`flarebench.bench.scorers.facts`), not by the format reasons
 #: above, but one the token cap cut before it stated them all has ``token_cap``, so that a reader
-#: can tell a cap too low from facts the model left out.
+#: can tell a cap too low from facts the model left out, and one the strategy ended with its
+#: abstention has ``abstain``.
 MISSING_FACTS = "missing_facts"
 
 
@@ -46,13 +47,15 @@ def incomplete_reason(trace: Trace, rule: str) -> str | None:
 def incomplete_row(trace: Trace, probe: Any, row: Mapping[str, Any]) -> dict[str, Any]:
     """``stop_reason`` as the trace recorded it, and ``incomplete``, the reason of
     :func:`incomplete_reason` for the rule the answer scorer applied (``answer_rule``). A long
-    probe's reason is :data:`MISSING_FACTS` when its output misses a required fact (the facts
-    scorer's ``facts_missing``; ``token_cap`` when the token cap cut it), else none; an errored probe
-    has none."""
+    probe's reason is ``abstain`` when the strategy abstained, else :data:`MISSING_FACTS` when its
+    output misses a required fact (the facts scorer's ``facts_missing``; ``token_cap`` when the token
+    cap cut it), else none; an errored probe has none."""
     if getattr(probe, "answer_type", None) == "long":
         failed = bool(trace.error) or trace.stop_reason == "error"
         reason = None
-        if not failed and row.get("facts_missing"):
+        if not failed and trace.stop_reason == "abstain":  # the strategy ended it with its abstention
+            reason = "abstain"
+        elif not failed and row.get("facts_missing"):
             reason = "token_cap" if trace.stop_reason == "token_cap" else MISSING_FACTS
     else:
         reason = incomplete_reason(trace, row["answer_rule"])
