@@ -872,3 +872,13 @@ def test_a_gate_whose_judgements_all_went_unparsed_is_said_not_left_blank():
         "gate of s: 2 judgement(s) had no score (the check's reply named no verdict) and did not fire; none had "
         "one, so the gate never fired and its columns are empty"
     ) in summary.attrs["notes"]
+
+
+def test_a_gate_that_fires_on_everything_under_a_retrieval_cap_is_not_said_to_retrieve_for_everything():
+    # flare_direct:theta=0.99,max_retrievals=0: the gate fires on every draft, the cap retrieves nothing.
+    fired = {"trigger": "min_prob", "score": 0.1, "threshold": 0.99, "fired": True, "skipped": "retrieval_cap"}
+    right, wrong = FakeProbe("p1", answers=["x"]), FakeProbe("p2", answers=["y"])
+    rows = pd.DataFrame([probe_row(trace([Step("s", gate=dict(fired))], probe_id=p.id), p) for p in (right, wrong)])
+    notes = summarize(rows).attrs["notes"]
+    line = next(n for n in notes if n.startswith("gate of s: fired on 100% of right and 100% of wrong"))
+    assert line.endswith("it fires on nearly everything, and its cap on retrievals held retrieval_rate to 0.00")

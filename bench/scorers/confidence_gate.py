@@ -70,9 +70,17 @@ def gate_notes(summary: pd.DataFrame, scoring: Scoring) -> list[str]:
                 "(or inversely) marks wrong answers on this model and probe set"
             )
         if row["gate_fire_right"] >= 0.9 and row["gate_fire_wrong"] >= 0.9:
+            rate = pd.to_numeric(pd.Series([row.get("retrieval_rate")]), errors="coerce").iloc[0]
+            # A cap on retrievals (max_retrievals) keeps a gate that fires on everything from retrieving so.
+            held = pd.notna(rate) and rate < 0.9
             notes.append(
                 f"gate of {row['strategy']}: fired on {row['gate_fire_right']:.0%} of right and "
-                f"{row['gate_fire_wrong']:.0%} of wrong answers: at {threshold} it retrieves for nearly everything"
+                f"{row['gate_fire_wrong']:.0%} of wrong answers: at {threshold} it "
+                + (
+                    f"fires on nearly everything, and its cap on retrievals held retrieval_rate to {rate:.2f}"
+                    if held
+                    else "retrieves for nearly everything"
+                )
             )
     return notes
 
