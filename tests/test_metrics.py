@@ -881,4 +881,7 @@ def test_a_gate_that_fires_on_everything_under_a_retrieval_cap_is_not_said_to_re
     rows = pd.DataFrame([probe_row(trace([Step("s", gate=dict(fired))], probe_id=p.id), p) for p in (right, wrong)])
     notes = summarize(rows).attrs["notes"]
     line = next(n for n in notes if n.startswith("gate of s: fired on 100% of right and 100% of wrong"))
-    assert line.endswith("it fires on nearly everything, and its cap on retrievals held retrieval_rate to 0.00")
+    assert line.endswith(
+        "it fires on nearly everything, and its cap on retrievals kept 2 firing(s) from retrieving "
+        "(retrieval_rate 0.00)"
+    )

@@ -28,6 +28,8 @@ def gate_row(trace: Trace, probe: Any, row: Mapping[str, Any]) -> dict[str, Any]
         "gate_trigger": gate.trigger if gate else None,
         # Judgements with no score (a self_check reply naming no verdict): they never fire.
         "gate_unparsed": sum(1 for s in trace.steps if s.gate and s.gate.get("unparsed")),
+        # Firings a cap on retrievals (max_retrievals) kept from retrieving.
+        "gate_capped": sum(1 for s in trace.steps if s.gate and s.gate.get("skipped") == "retrieval_cap"),
     }
 
 
@@ -70,15 +72,14 @@ def gate_notes(summary: pd.DataFrame, scoring: Scoring) -> list[str]:
                 "(or inversely) marks wrong answers on this model and probe set"
             )
         if row["gate_fire_right"] >= 0.9 and row["gate_fire_wrong"] >= 0.9:
-            rate = pd.to_numeric(pd.Series([row.get("retrieval_rate")]), errors="coerce").iloc[0]
-            # A cap on retrievals (max_retrievals) keeps a gate that fires on everything from retrieving so.
-            held = pd.notna(rate) and rate < 0.9
+            capped = int(pd.to_numeric(rows["gate_capped"], errors="coerce").sum()) if "gate_capped" in rows else 0
             notes.append(
                 f"gate of {row['strategy']}: fired on {row['gate_fire_right']:.0%} of right and "
                 f"{row['gate_fire_wrong']:.0%} of wrong answers: at {threshold} it "
                 + (
-                    f"fires on nearly everything, and its cap on retrievals held retrieval_rate to {rate:.2f}"
-                    if held
+                    f"fires on nearly everything, and its cap on retrievals kept {capped} firing(s) from retrieving "
+                    f"(retrieval_rate {float(row['retrieval_rate']):.2f})"
+                    if capped
                     else "retrieves for nearly everything"
                 )
             )
