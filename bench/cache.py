@@ -127,7 +127,7 @@ class CachedLM(WrappedLM):
             if fields[name] == default:  # keys made before these fields existed stay valid
                 del fields[name]
         key = _key("lm", self._identity, fields)
-        stored = self.cache.get(key, lambda d: LMCall(**d))
+        stored = self.cache.get(key, call_from_dict)
         if stored is not None:
             return _hit(stored, request.purpose)
         call = self.forward(request)
