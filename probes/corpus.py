@@ -38,7 +38,7 @@ from flarebench.strategies.llamacpp import vocabulary_only
 
 from .documents import FORMATS, DocumentError, SourceDocument, read_document
 from .questions import DEFAULT_NAMES, Question, QuestionError, read_questions
-from .validate import BUILD_FILE, CORPUS_FILE, PROBES_FILE, README_FILE, check_folder, check_scorable, did_you_mean
+from .validate import BUILD_FILE, CORPUS_FILE, PROBES_FILE, README_FILE, check_folder, did_you_mean
 
 DEFAULT_LICENCE = "the source documents' own licence (not recorded here)"
 #: Below this, one character (up to 4 UTF-8 bytes, a token each at worst) might not fit a chunk.
@@ -184,7 +184,6 @@ def _probes(asked: list[Question], where: Path, chunks: list[Chunk]) -> list[dic
     for q in asked:
         gold = resolve(q.line, "gold", q.gold)
         if not q.long:
-            check_scorable(str(where), q.line, "answers", q.answers, problems)  # named in the user's file
             row = {"id": q.id, "question": q.question, "answers": q.answers, "answer_type": "single"}
             rows.append({**row, "gold_doc_ids": gold})
             continue

@@ -16,7 +16,7 @@ import io
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from flarebench.probes.validate import check_facts, check_one_form, read_jsonl, unknown_fields
+from flarebench.probes.validate import check_facts, check_one_form, check_scorable, read_jsonl, unknown_fields
 
 #: The names a folder's own question file may have, looked for in this order.
 DEFAULT_NAMES = ("questions.jsonl", "questions.csv")
@@ -103,6 +103,8 @@ def _question(n: int, obj: dict, path: str, problems: list[str]) -> Question | N
     answers = _strings(obj[key], where, key, problems) if key in obj else None
     if answers == []:  # an empty list of strings: a probe no answer can match
         problems.append(f"{where}: {key}: must not be empty")
+    elif answers:  # named as the file names it: "answer" (one string) or "answers[i]"
+        check_scorable(path, n, key, answers, problems, indexed=not isinstance(obj[key], str))
     gold, qid = _gold_and_id(n, obj, where, problems)
     if len(problems) > before:
         return None

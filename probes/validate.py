@@ -154,14 +154,16 @@ def _check_str_list(path: str, n: int, key: str, value, problems: list[str], non
     return ok
 
 
-def check_scorable(path: str, n: int, key: str, answers: list[str], problems: list[str]) -> None:
+def check_scorable(path: str, n: int, key: str, answers: list[str], problems: list[str], indexed: bool = True) -> None:
     """A problem line per answer of a short probe that normalises to nothing (articles and
     punctuation only, such as "A", "the" or "..."): answers are compared normalised
-    (flarebench.bench.answers.normalize_answer), so no answer could ever match it."""
+    (flarebench.bench.answers.normalize_answer), so no answer could ever match it. ``indexed``:
+    the field is a list (``answers[1]``), else one string (a question file's ``answer``)."""
     for i, answer in enumerate(answers):
         if not normalize_answer(answer):
+            field = f"{key}[{i}]" if indexed else key
             problems.append(
-                f"{path}:{n}: {key}[{i}]: '{answer}' normalises to nothing (scoring drops articles and punctuation): "
+                f"{path}:{n}: {field}: '{answer}' normalises to nothing (scoring drops articles and punctuation): "
                 "it can never be matched"
             )
 

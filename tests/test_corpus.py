@@ -565,3 +565,12 @@ def test_an_answer_that_normalises_to_nothing_is_named_in_its_file(capsys, folde
         "punctuation): it can never be matched"
     )
     assert sorted(p.name for p in tmp_path.iterdir()) == ["docs"]  # no temporary folder left
+
+
+def test_one_answer_that_normalises_to_nothing_is_named_as_written(capsys, folder, tmp_path):
+    _edit_question(folder, 1, answer="the", answers=None)
+    line = _one_problem(capsys, folder, tmp_path / "set")
+    assert line == (
+        f"{folder / 'questions.jsonl'}:1: answer: 'the' normalises to nothing (scoring drops articles and "
+        "punctuation): it can never be matched"
+    )
