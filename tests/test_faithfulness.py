@@ -381,6 +381,7 @@ class _FakeJudge:
         self.server.server_close()
 
 
+@pytest.mark.slow  # ragas's first import and its client: about 2 s, more with the newest releases
 @pytest.mark.parametrize("mode", ["good", "garbage"])
 def test_ragas_path_accounting_with_a_scripted_endpoint(mode, monkeypatch):
     _needs_ragas()
