@@ -43,6 +43,16 @@ def resume_hint(gated: bool, error: BaseException | None = None) -> str:
     return GATED_RESUME_HINT if gated else RESUME_HINT
 
 
+#: What reading a dict back into a Trace raises when it is none: a field's kind (ValueError), or a
+#: shape the records' constructors cannot take.
+_NOT_A_TRACE = (ValueError, KeyError, TypeError, AttributeError)
+
+
+def _why(e: Exception) -> str:
+    """A refused trace's reason: a field check's message as it is, any other error with its type."""
+    return f"{type(e).__name__}: {e}" if isinstance(e, KeyError | TypeError | AttributeError) else str(e)
+
+
 class TraceError(ValueError):
     """A line of ``traces.jsonl`` that is not a trace, before its last line: ``FILE:LINE: not a
     trace (why)``. Such a file is not resumed or scored until the line is fixed."""
@@ -99,9 +109,8 @@ class TraceLog:
                 if not isinstance(d.get(key), str) or not d[key]:
                     raise ValueError(f"no {key}")
             return Trace.from_dict(d)
-        except (ValueError, KeyError, TypeError, AttributeError) as e:
-            why = f"{type(e).__name__}: {e}" if isinstance(e, KeyError | TypeError | AttributeError) else str(e)
-            raise TraceError(f"{self.path}:{number}: not a trace ({why[:200]})") from None
+        except _NOT_A_TRACE as e:
+            raise TraceError(f"{self.path}:{number}: not a trace ({_why(e)[:200]})") from None
 
     def size(self) -> int:
         """The file's size in bytes (0 before the first trace): it grows with every append, so it
@@ -182,8 +191,8 @@ def _unrecordable(trace: Trace) -> str | None:
     """Why ``trace`` could not be written and read back (a field of the wrong type), or None."""
     try:
         Trace.from_dict(json.loads(json.dumps(trace.to_dict())))
-    except (ValueError, KeyError, TypeError, AttributeError) as e:
-        return f"{type(e).__name__}: {e}" if isinstance(e, KeyError | TypeError | AttributeError) else str(e)
+    except _NOT_A_TRACE as e:
+        return _why(e)
     return None
 
 
