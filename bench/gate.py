@@ -617,6 +617,11 @@ class Gating:
         or saved (:func:`flarebench.bench.bounds.strategy_rows`)."""
         return {row["strategy"]: row for row in strategy_rows(summary).to_dict("records")}
 
+    @property
+    def unchecked(self) -> list[str]:
+        """The gated specs the gate has no verdict on (they did not run, or did not finish)."""
+        return [spec for spec in self.wanted if spec not in self.verdicts]
+
     def check(self, spec: str, summary) -> list[str]:
         """The broken-metric lines of ``spec`` against the baseline (empty when it passes or is
         not gated). ``summary`` is the run's summary frame, the reference's row included."""

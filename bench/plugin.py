@@ -348,10 +348,11 @@ def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
     if bench is None:
         return
     gating, notes = bench.gating, []
-    unchecked = [spec for spec in gating.wanted if spec not in gating.verdicts]
-    if gating.baseline is not None and unchecked and session.exitstatus == 0:
+    if gating.baseline is not None and gating.unchecked and session.exitstatus == 0:
         # A gate that checked less than it was asked to (its tests deselected with -k) passed nothing.
-        notes.append(f"gate not passed: {', '.join(unchecked)} did not run (deselected?); gate it with --strategy")
+        notes.append(
+            f"gate not passed: {', '.join(gating.unchecked)} did not run (deselected?); gate it with --strategy"
+        )
         session.exitstatus = pytest.ExitCode.TESTS_FAILED
     if gating.save_to is not None:
         notes.append(note := gating.save(bench.summary()))

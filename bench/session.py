@@ -772,8 +772,8 @@ class BenchSession:
                 lines.append(f"gate across configurations; first difference: {gating.difference}")
             broken = [spec for spec, verdict in gating.verdicts.items() if verdict]
             ran = set(strategy_rows(self.summary())["strategy"])
-            unchecked = [spec for spec in gating.wanted if spec not in gating.verdicts and spec not in ran]
-            unfinished = [spec for spec in gating.wanted if spec not in gating.verdicts and spec in ran]
+            unchecked = [spec for spec in gating.unchecked if spec not in ran]
+            unfinished = [spec for spec in gating.unchecked if spec in ran]
             gated = {*gating.wanted, *gating.against.values(), gating.reference}
             unasked = [s for s in gating.baseline.metrics if s not in gated]
             lines.append(
