@@ -89,7 +89,7 @@ def summarize(
     findings are made before it, from the strategies alone. Nothing is rounded. ``attrs["notes"]``
     holds one line per thing a reader must know: what the columns were scored with (how cost was priced, the
     delta reference), then what the scorers found (a warm run, undefined or low gate AUROCs), which
-    summary.md prints.
+    summary.md prints; ``attrs["pending"]`` the specs of ``order`` without rows (not run yet).
     """
     ordered = scorers()
     needed = dict.fromkeys(["strategy", "error", *(c for s in ordered for c in s.needs)])
@@ -121,6 +121,7 @@ def summarize(
             frame[column] = pd.Series(values, index=frame.index, dtype=object)
     # An optional column no strategy has a value for is one this run cannot compute: left out.
     frame = frame.drop(columns=[c for c in OPTIONAL_COLUMNS if frame[c].isna().all()])
+    frame.attrs["pending"] = sorted(scoring.pending)
     frame.attrs["notes"] = [note for s in ordered if s.settings and (note := s.settings(scoring))] + [
         line for s in ordered if s.findings for line in s.findings(frame, scoring)
     ]

@@ -92,8 +92,7 @@ def summary_frame(
         summary.attrs["adoption"] = adoption(summary, reference=reference)
         return summary
     summary = summarize(rows, order=order, price=price, reference=reference, faithfulness=faithfulness, oracle=oracle)
-    pending = [s for s in order or () if s not in set(rows["strategy"])]  # asked for, not run yet
-    summary.attrs["adoption"] = adoption(summary, rows, faithfulness, reference, pending)
+    summary.attrs["adoption"] = adoption(summary, rows, faithfulness, reference, summary.attrs["pending"])
     return summary
 
 

@@ -43,13 +43,17 @@ def _trigger(rows: pd.DataFrame) -> str | None:
     return str(names[0]) if len(names) == 1 else None
 
 
+def _total(rows: pd.DataFrame, column: str) -> int:
+    """The sum of a per-probe count (0 for rows scored before the column existed)."""
+    return int(pd.to_numeric(rows[column], errors="coerce").sum()) if column in rows else 0
+
+
 def gate_notes(summary: pd.DataFrame, scoring: Scoring) -> list[str]:
     """Per strategy with a gate: an undefined or low AUROC, and a gate that fires on nearly everything."""
     notes = []
     for _, row in summary.iterrows():
         rows = scoring.groups[row["strategy"]]
-        unparsed = int(pd.to_numeric(rows["gate_unparsed"], errors="coerce").sum()) if "gate_unparsed" in rows else 0
-        if unparsed:
+        if unparsed := _total(rows, "gate_unparsed"):
             notes.append(
                 f"gate of {row['strategy']}: {unparsed} judgement(s) had no score (the check's reply named no "
                 "verdict) and did not fire"
@@ -72,7 +76,7 @@ def gate_notes(summary: pd.DataFrame, scoring: Scoring) -> list[str]:
                 "(or inversely) marks wrong answers on this model and probe set"
             )
         if row["gate_fire_right"] >= 0.9 and row["gate_fire_wrong"] >= 0.9:
-            capped = int(pd.to_numeric(rows["gate_capped"], errors="coerce").sum()) if "gate_capped" in rows else 0
+            capped = _total(rows, "gate_capped")
             notes.append(
                 f"gate of {row['strategy']}: fired on {row['gate_fire_right']:.0%} of right and "
                 f"{row['gate_fire_wrong']:.0%} of wrong answers: at {threshold} it "
