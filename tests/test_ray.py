@@ -107,7 +107,9 @@ def test_a_ray_run_on_a_local_instance_gives_the_sequential_traces(tmp_path, iso
     # The executor is no part of the configuration: the runs are comparable, and resumable either way.
     assert info["config"] == json.loads((tmp_path / "seq" / "run.json").read_text())["config"]
     assert all(t["seconds"] > 0 for t in _lines(tmp_path / "ray"))  # timed per probe, in the worker
-    assert "workers up 2/2; single_time 6/6, flare_direct 6/6" in ray.stderr  # one bar for the run
+    # One bar for the run. How many workers were up when it ended is Ray's timing: with an LM this
+    # fast, one worker may answer every probe before the second has started.
+    assert re.search(r"workers up [12]/2; single_time 6/6, flare_direct 6/6", ray.stderr)
     # Nothing on stderr but the run's bar: no line of Ray's logging, no traceback.
     assert [line for line in re.split(r"[\r\n]", ray.stderr) if line.strip() and not line.startswith("ray (")] == []
     capsys.readouterr()
