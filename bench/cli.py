@@ -91,7 +91,7 @@ def _run(args: argparse.Namespace, study: dict | None = None) -> int:
 
 def _compare(args: argparse.Namespace) -> int:
     from flarebench.bench.calibrate import CalibrationError, budget_plans, parse_goal
-    from flarebench.strategies.registry import expand
+    from flarebench.strategies.registry import SpecError, expand, refuse_twins
 
     args.budget = _once(args.budget, "--budget", "compare calibrates to one budget")
     specs = expand(args.strategy)
@@ -118,16 +118,17 @@ def _compare(args: argparse.Namespace) -> int:
             )
         return _run(args, study={"kind": "compare", **bounds})
     try:
+        refuse_twins(specs)  # as the user gave them: the plans add bounds and grid points
         goal = parse_goal(args.budget, args.objective, "--budget")
         plans = budget_plans(specs, args.reference, bounds=not args.no_bounds)
-    except CalibrationError as e:
+    except (CalibrationError, SpecError) as e:
         raise UserError(str(e)) from None
     return _calibrated(args, plans, goal, "compare", bounds)
 
 
 def _calibrate(args: argparse.Namespace) -> int:
     from flarebench.bench.calibrate import CalibrationError, knob_of, parse_goal, parse_values
-    from flarebench.strategies.registry import expand
+    from flarebench.strategies.registry import SpecError, expand, refuse_twins
 
     args.target = _once(args.target, "--target", "a calibration has one goal")
     args.budget = _once(args.budget, "--budget", "a calibration has one goal")
@@ -140,8 +141,9 @@ def _calibrate(args: argparse.Namespace) -> int:
     try:
         values = parse_values(args.values)
         goal = parse_goal(args.target or args.budget, args.objective, "--target" if args.target else "--budget")
+        refuse_twins(expand(args.strategy))  # as the user gave them, before their grids
         plans = {spec: knob_of(spec, args.param, values) for spec in expand(args.strategy)}
-    except CalibrationError as e:
+    except (CalibrationError, SpecError) as e:
         raise UserError(str(e)) from None
     fixed = [spec for spec, knob in plans.items() if knob is None]
     if fixed:

@@ -204,7 +204,7 @@ class BenchSession:
                 check_goal_fits(Goal(**self.study["goal"]), self.probe_set)
             except CalibrationError as e:
                 raise ConfigError(str(e)) from None
-        self.specs = expand(self.strategy)
+        self.specs = given = expand(self.strategy)
         # Regression gates (bench/gate.py): with --gate or --save-baseline the latency reference runs first.
         try:
             self.gating = Gating.from_options(
@@ -218,12 +218,14 @@ class BenchSession:
             # after the gate's specs, so that a baseline is not asked for them.
             self.specs = with_bounds(self.specs)
         # Parse every spec before loading anything heavy, so a typo fails at once.
-        from flarebench.strategies.registry import SpecError
+        from flarebench.strategies.registry import SpecError, refuse_twins
 
         try:
             # A set of long probes asks every spec for long answers, unless the spec says otherwise.
             defaults = LONG_ANSWER_DEFAULTS if self.probe_set.answer_form == "long" else None
             self.strategies = {spec: parse_spec(spec, defaults) for spec in self.specs}
+            if not (self.study and "goal" in self.study):  # a calibration's grid: its user's specs are checked
+                refuse_twins([spec for spec in given if spec in self.strategies])  # a gate runs its baseline's
         except SpecError as e:
             raise ConfigError(str(e), option="--strategy") from None
         if self.record_topk is not None and not any(isinstance(s, Gated) for s in self.strategies.values()):

@@ -236,6 +236,17 @@ def expand(specs: list[str] | None) -> list[str]:
     return out
 
 
+def refuse_twins(specs: list[str]) -> None:
+    """Refuse (SpecError) two specs of one configuration, the same strategy with the same parameters
+    however spelt (``single_time`` and ``single_time:k=3``): they would run twice, as two rows."""
+    built: dict[str, Strategy] = {}
+    for spec in specs:
+        strategy = parse_spec(spec)
+        if twin := next((other for other, made in built.items() if made == strategy), None):
+            raise SpecError(f"{spec} is {twin} again (the same strategy and parameters): give it once")
+        built[spec] = strategy
+
+
 def canonical(spec: str) -> str:
     """``spec`` as it labels a row: spaces around names, keys and values, empty parameters and a
     trailing ``:`` dropped, so ``flare_direct:`` and ``flare_direct`` are one strategy, not two rows."""

@@ -376,6 +376,23 @@ def test_a_gate_from_the_config_file_is_named_by_its_line_when_a_calibration_ref
             "--budget is given 2 times; compare calibrates to one budget",
         ),
         (["compare", "--strategy", "all", "--objective", "f1"], "--objective needs --budget"),
+        # Two spellings of one configuration, named as the user gave them (not as their grid points).
+        (
+            [
+                "calibrate",
+                "--strategy",
+                "flare_direct",
+                "--strategy",
+                "flare_direct:trigger=min_prob",
+                "--target",
+                "retrieval_rate=0.5",
+            ],
+            "flare_direct:trigger=min_prob is flare_direct again (the same strategy and parameters): give it once",
+        ),
+        (
+            ["compare", "--strategy", "single_time", "--strategy", "single_time:k=3", "--budget", "retrieval_rate=0.5"],
+            "single_time:k=3 is single_time again",
+        ),
         (["compare", "--strategy", "all", "--budget", "speed=2"], "--budget: 'speed' is not a summary column"),
         (
             ["compare", "--strategy", "all", "--budget", "retrieval_rate=0.5", "--gate", "x.json"],
@@ -428,6 +445,21 @@ def test_calibrate_help_leaves_out_the_gate_options_it_refuses(capsys):
 
 
 # -- the run folder's status ---------------------------------------------------------------------
+
+
+@pytest.mark.slow
+def test_a_grid_point_that_is_the_always_bound_runs_once(tmp_path, scripted_lm):
+    # docs/calibration.md's comparison of triggers at a matched budget: flare_direct:trigger=min_prob's
+    # grid holds theta=1, which is the always bound's configuration; neither is the user's twin.
+    import json
+
+    from tests.scripted import run_cli
+
+    run_dir = tmp_path / "run"
+    argv = ["compare", "--strategy", "flare_direct:trigger=min_prob", "--strategy", "single_time"]
+    code, out, err = run_cli(*argv, "--budget", "retrieval_rate=0.5", "--limit", "4", "--report-dir", str(run_dir))
+    assert code == 0, err
+    assert json.loads((run_dir / "run.json").read_text())["status"] == "complete"
 
 
 @pytest.mark.slow

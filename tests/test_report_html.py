@@ -229,6 +229,14 @@ def test_sweep_runs_one_spec_per_value_and_plots_against_it(tmp_path, probe_awar
             "got single_time (given more than once; a spec runs once)",
         ),
         (
+            ["compare", "--strategy", "single_time", "--strategy", "single_time:k=3"],
+            "single_time:k=3 is single_time again (the same strategy and parameters): give it once",
+        ),
+        (
+            ["run", "--strategy", "flare_direct:theta=0.5,beta=0.4", "--strategy", "flare_direct:beta=0.40,theta=.5"],
+            "flare_direct:beta=0.40,theta=.5 is flare_direct:theta=0.5,beta=0.4 again",
+        ),
+        (
             ["compare", "--strategy", "all", "--seed", "4"],
             "--seed needs --budget (METRIC<=VALUE, METRIC>=VALUE or METRIC=VALUE)",
         ),
