@@ -112,14 +112,19 @@ def _cached(rows: dict[str, dict[str, Any]], specs: list[str]) -> dict[str, floa
     return {s: share for s in specs if s in rows and (share := _number(rows[s].get("cached_share")))}
 
 
-def _few_probes(row: dict[str, Any]) -> str:
-    """Why a p95 latency ratio over this row's probes is noisy, or "" when they are enough."""
+def _few_probes(row: dict[str, Any], baseline: Any = None, bound: dict[str, float] | None = None) -> str:
+    """Why a p95 latency ratio over this row's probes is noisy, or "" when they are enough. The advice
+    to loosen its ``bound`` is left out when the bound lets the ``baseline`` ratio double already."""
     timed = _number(row.get("n"))
     if timed is None or timed - (_number(row.get("errors")) or 0) >= FEW:
         return ""
+    ratio = _number(baseline)
+    high = bounds_for(ratio, bound)[1] if bound and ratio is not None else None
+    loose = high is not None and high[0] >= 2 * ratio
     return (
         f"rests on {int(timed)} probes, so each p95 is about the slowest probe's: one probe slowed by a busy "
-        f"runner moves it; gate on {FEW} probes or more, or loosen it (--tolerance latency_p95_ratio=max_rise_rel:1)"
+        f"runner moves it; gate on {FEW} probes or more"
+        + ("" if loose else ", or loosen it (--tolerance latency_p95_ratio=max_rise_rel:1)")
     )
 
 
@@ -622,6 +627,16 @@ class Gating:
         """The gated specs the gate has no verdict on (they did not run, or did not finish)."""
         return [spec for spec in self.wanted if spec not in self.verdicts]
 
+    def _no_reference(self, breach: Breach, rows: dict[str, dict[str, Any]]) -> str:
+        """Why a latency ratio is missing in the new run when its reference has no latency, or ""."""
+        latency = RATIO_METRICS.get(breach.metric)
+        reference = rows.get(self.reference, {})
+        if latency is None or breach.new is not None or _number(reference.get(latency)):
+            return ""
+        failed = int(_number(reference.get("errors")) or 0)
+        why = f": {failed} of its {int(_number(reference.get('n')) or 0)} probes failed" if failed else ""
+        return f" (the reference {self.reference} has no {latency}{why})"
+
     def check(self, spec: str, summary) -> list[str]:
         """The broken-metric lines of ``spec`` against the baseline (empty when it passes or is
         not gated). ``summary`` is the run's summary frame, the reference's row included."""
@@ -635,7 +650,7 @@ class Gating:
         else:
             new = with_ratios(rows[spec], rows.get(self.reference))
             old = self.baseline.metrics[self.against.get(spec, spec)]
-            few = _few_probes(rows[spec])
+            few = _few_probes(rows[spec], old.get("latency_p95_ratio"), self.tolerances.get("latency_p95_ratio"))
             # A time measured on answers from the cache is a lookup's: no bound can be checked on it,
             # in this run or in the baseline's (one saved before warm runs were refused).
             was_warm = {f"the baseline's {spec}": share} if (share := _number(old.get("cached_share"))) else {}
@@ -648,7 +663,9 @@ class Gating:
             }
             checked = {m: t for m, t in self.tolerances.items() if m not in warm}
             lines = [
-                b.line() + (f" ({few})" if few and b.metric == "latency_p95_ratio" else "")
+                b.line()
+                + (f" ({few})" if few and b.metric == "latency_p95_ratio" else "")
+                + self._no_reference(b, rows)
                 for b in compare(old, new, checked)
             ] + [
                 f"{m}: measured on answers from the cache ("
@@ -740,7 +757,8 @@ class Gating:
                 f"it holds no value for {', '.join(unmeasured)}, so every gate against it breaks there: "
                 "drop that bound (--tolerance METRIC=off) or leave that spec out"
             )
-        few = [f for s in self.wanted if (f := _few_probes(rows[s]))]
+        bound = self.tolerances.get("latency_p95_ratio")
+        few = [f for s in self.wanted if (f := _few_probes(rows[s], doc["metrics"][s].get("latency_p95_ratio"), bound))]
         if few and self.tolerances.get("latency_p95_ratio"):
             notes.append(f"its latency_p95_ratio {few[0]}")
         quality = [m for m, bound in self.tolerances.items() if bound and DIRECTIONS.get(m) == HIGHER and m != "n"]

@@ -364,11 +364,25 @@ def test_a_baseline_says_what_it_cannot_see_when_saved_and_checked(tmp_path):
         "latency_p95_ratio: baseline 2, new 3, allowed <= 2.5 (max_rise_rel 0.25) (rests on 3 probes"
     )
     assert line.endswith("(--tolerance latency_p95_ratio=max_rise_rel:1))")
+    # A bound that lets the ratio double already is not advised to be loosened to that.
+    doc["tolerances"]["latency_p95_ratio"] = {"max_rise": 2}
+    path.write_text(json.dumps(doc))
+    slower = pd.DataFrame([{**reference, "n": 3}, {**row, "n": 3, "latency_p95_s": 10.0}])
+    (line,) = Gating.from_options(["single_time"], gate=str(path)).check("single_time", slower)
+    assert line.startswith("latency_p95_ratio: baseline 2, new 5, allowed <= 4 (max_rise 2) (rests on 3 probes")
+    assert line.endswith("gate on 20 probes or more)")
+    doc["tolerances"]["latency_p95_ratio"] = {"max_rise_rel": 0.25}
     doc["metrics"]["single_time"]["n"] = 20
     path.write_text(json.dumps(doc))
     many = pd.DataFrame([{**reference, "n": 20}, {**row, "n": 20}])
     assert Gating.from_options(["single_time"], gate=str(path)).check("single_time", many) == [
         "latency_p95_ratio: baseline 2, new 3, allowed <= 2.5 (max_rise_rel 0.25)"
+    ]
+    # A ratio missing because every probe of the reference failed names the reference.
+    failed = pd.DataFrame([{**reference, "n": 20, "errors": 20, "latency_p95_s": None}, {**row, "n": 20}])
+    assert Gating.from_options(["single_time"], gate=str(path)).check("single_time", failed) == [
+        "latency_p95_ratio: missing in the new run (baseline 2) (the reference no_retrieval has no "
+        "latency_p95_s: 20 of its 20 probes failed)"
     ]
     saving = Gating.from_options(["single_time"], save_baseline=str(tmp_path / "new.json"))
     saving.bind(_fingerprint())
@@ -376,6 +390,11 @@ def test_a_baseline_says_what_it_cannot_see_when_saved_and_checked(tmp_path):
         "slowest probe's: one probe slowed by a busy runner moves it; gate on 20 probes or more, or loosen it " +
         "(--tolerance latency_p95_ratio=max_rise_rel:1)")  # fmt: skip
     assert saving.save(many) == f"baseline saved: {tmp_path / 'new.json'} (single_time)"
+    loose = Gating.from_options(
+        ["single_time"], save_baseline=str(tmp_path / "loose.json"), tolerance=["latency_p95_ratio=max_rise_rel:1"]
+    )
+    loose.bind(_fingerprint())
+    assert loose.save(summary).endswith("; gate on 20 probes or more")
     # A gate whose quality metrics are all 0 cannot see quality drop: said when it is saved.
     zero = pd.DataFrame([{**reference, "n": 20}, {**row, "n": 20, "em": 0.0, "f1": 0.0}])
     assert saving.save(zero).endswith(
