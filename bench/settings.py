@@ -97,8 +97,15 @@ def load(start: Path | None = None) -> Settings:
         where = f"{path}:{_line(path, text, key)}: {key}"
         opt = by_key.get(key)
         if opt is None:
-            close = difflib.get_close_matches(key, by_key, n=1)
-            hint = f"did you mean '{close[0]}'?" if close else f"keys: {', '.join(by_key)}"
+            # Only a near spelling is suggested: a command's own option (compare's budget) is not a
+            # typo of a run option that happens to share letters (judge).
+            close = difflib.get_close_matches(key, by_key, n=1, cutoff=0.8)
+            hint = (
+                f"did you mean '{close[0]}'?"
+                if close
+                else f"the file sets the options every run command takes: {', '.join(by_key)}; "
+                "a command's own options (compare --budget) go on its command line"
+            )
             raise SettingsError(f"{where}: unknown key; {hint}")
         values[opt.dest] = _value(opt, raw, path.parent, where)
     return Settings(path, values)

@@ -67,6 +67,7 @@ def test_values_are_typed_and_paths_are_relative_to_the_file(tmp_path):
     "text, problem",
     [
         ("limit = 2\nlm-base-urll = 'http://x'\n", ":2: lm-base-urll: unknown key; did you mean 'lm-base-url'?"),
+        ("budget = 'retrieval_rate<=0.3'\n", ":1: budget: unknown key; the file sets the options every run command"),
         ("limit = '2'\n", ":1: limit: expected int, got '2'"),
         ("limit = true\n", ":1: limit: expected int, got True"),
         ("overwrite = 1\n", ":1: overwrite: expected true or false, got 1"),
