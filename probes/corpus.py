@@ -185,7 +185,7 @@ def _probes(asked: list[Question], where: Path, chunks: list[Chunk]) -> list[dic
         gold = resolve(q.line, "gold", q.gold)
         if not q.long:
             row = {"id": q.id, "question": q.question, "answers": q.answers, "answer_type": "single"}
-            rows.append({**row, "gold_doc_ids": gold})
+            rows.append({**row, "gold_doc_ids": gold, **({"metadata": q.metadata} if q.metadata else {})})
             continue
         facts = [
             {**fact, "doc_ids": resolve(q.line, f"required_facts[{i}].doc_ids", fact["doc_ids"])}
@@ -195,7 +195,7 @@ def _probes(asked: list[Question], where: Path, chunks: list[Chunk]) -> list[dic
         gold = list(dict.fromkeys([*gold, *(d for fact in facts for d in fact["doc_ids"])]))
         rows.append(
             {"id": q.id, "question": q.question, "answers": [], "answer_type": "long", "gold_doc_ids": gold,
-             "required_facts": facts}
+             "required_facts": facts, **({"metadata": q.metadata} if q.metadata else {})}
         )  # fmt: skip
     if problems:
         raise CorpusError(problems)

@@ -1,6 +1,8 @@
 """Read the questions of ``python -m flarebench.probes corpus``: a JSON-lines or CSV file with
 ``question``, ``answer`` (one string) or ``answers`` (a list), an optional ``id`` and an optional
-``gold`` (the sources that support the answer: file paths relative to the folder, or chunk ids).
+``gold`` (the sources that support the answer: file paths relative to the folder, or chunk ids)
+and an optional ``metadata`` object of plain values (``flarebench score --by FIELD`` breaks results
+down by one; a CSV column ``metadata.FIELD`` is that field).
 A long question (JSON lines only) has ``"answer_type": "long"`` and, instead of answers, the
 ``required_facts`` of a long probe, whose ``doc_ids`` name sources as ``gold`` does.
 
@@ -20,7 +22,8 @@ from flarebench.probes.validate import check_facts, check_one_form, check_scorab
 
 #: The names a folder's own question file may have, looked for in this order.
 DEFAULT_NAMES = ("questions.jsonl", "questions.csv")
-FIELDS = ("id", "question", "answer", "answers", "gold", "answer_type", "required_facts")
+FIELDS = ("id", "question", "answer", "answers", "gold", "answer_type", "required_facts", "metadata")
+_METADATA_COLUMN = "metadata."
 LONG = "long"
 _SEPARATOR = "|"
 
@@ -44,6 +47,7 @@ class Question:
     answers: list[str]
     gold: list[str] = field(default_factory=list)
     required_facts: list[dict] = field(default_factory=list)
+    metadata: dict = field(default_factory=dict)
 
     @property
     def long(self) -> bool:
@@ -62,11 +66,16 @@ def _csv(text: str, where: str, problems: list[str]) -> list[tuple[int, dict]]:
             for key in ("answers", "gold"):
                 if key in obj:
                     obj[key] = [part.strip() for part in obj[key].split(_SEPARATOR) if part.strip()]
+            meta = {k.removeprefix(_METADATA_COLUMN): obj.pop(k) for k in list(obj) if k.startswith(_METADATA_COLUMN)}
+            if meta:
+                obj["metadata"] = meta
             rows.append((reader.line_num, obj))
     except csv.Error as e:
         problems.append(f"{where}:{reader.line_num}: (csv): {e}")
     if reader.fieldnames is not None and "question" not in reader.fieldnames:
         problems.append(f"{where}:1: (csv): the header has no 'question' column")
+    if reader.fieldnames is not None and "metadata" in reader.fieldnames:
+        problems.append(f"{where}:1: (csv): a metadata field is a column of its own: metadata.FIELD (metadata.team)")
     if reader.fieldnames is not None and "required_facts" in reader.fieldnames:
         problems.append(f"{where}:1: (csv): long questions (required_facts) are written as JSON lines (.jsonl)")
         return []
@@ -90,6 +99,9 @@ def _question(n: int, obj: dict, path: str, problems: list[str]) -> Question | N
     if not isinstance(text, str) or not text.strip():
         problems.append(f"{where}: question: missing or empty")
     kind = obj.get("answer_type", "single")
+    if kind == LONG and path.lower().endswith(".csv"):
+        problems.append(f"{where}: answer_type: long questions (required_facts) are written as JSON lines (.jsonl)")
+        return None
     if kind not in ("single", LONG):
         problems.append(f"{where}: answer_type: expected 'long' (or leave it out for a short question), got {kind!r}")
         return None  # which answer fields it needs is not known
@@ -98,7 +110,8 @@ def _question(n: int, obj: dict, path: str, problems: list[str]) -> Question | N
     if "answer" in obj and "answers" in obj:
         problems.append(f"{where}: answers: give answer or answers, not both")
     elif "answer" not in obj and "answers" not in obj:
-        problems.append(f"{where}: answer: missing (give answer, or answers as a list)")
+        several = "an answers column, values separated by |" if path.lower().endswith(".csv") else "answers as a list"
+        problems.append(f"{where}: answer: missing (give answer, or {several})")
     key = "answers" if "answers" in obj else "answer"
     answers = _strings(obj[key], where, key, problems) if key in obj else None
     if answers == []:  # an empty list of strings: a probe no answer can match
@@ -106,9 +119,25 @@ def _question(n: int, obj: dict, path: str, problems: list[str]) -> Question | N
     elif answers:  # named as the file names it: "answer" (one string) or "answers[i]"
         check_scorable(path, n, key, answers, problems, indexed=not isinstance(obj[key], str))
     gold, qid = _gold_and_id(n, obj, where, problems)
+    metadata = _metadata(obj, where, problems)
     if len(problems) > before:
         return None
-    return Question(n, qid, text.strip(), answers, gold)
+    return Question(n, qid, text.strip(), answers, gold, metadata=metadata)
+
+
+def _metadata(obj: dict, where: str, problems: list[str]) -> dict:
+    """The question's metadata: an object of strings, numbers and true/false (a breakdown groups by
+    each value, which a list or an object would not name)."""
+    value = obj.get("metadata", {})
+    if not isinstance(value, dict):
+        problems.append(f'{where}: metadata: expected an object of fields, e.g. {{"team": "payments"}}')
+        return {}
+    for key, v in value.items():
+        if not key.strip():
+            problems.append(f"{where}: metadata: a field name must not be empty")
+        elif not isinstance(v, str | int | float | bool) or (isinstance(v, str) and not v.strip()):
+            problems.append(f"{where}: metadata.{key}: expected a non-empty string, a number or true/false")
+    return value
 
 
 def _gold_and_id(n: int, obj: dict, where: str, problems: list[str]) -> tuple[list[str], str]:
@@ -130,9 +159,10 @@ def _long_question(n: int, obj: dict, path: str, problems: list[str], before: in
             problems.append(f"{where}: {key}: a long question's answers are its required_facts' answers; leave it out")
     check_facts(path, n, obj, None, problems)
     gold, qid = _gold_and_id(n, obj, where, problems)
+    metadata = _metadata(obj, where, problems)
     if len(problems) > before:
         return None
-    return Question(n, qid, obj["question"].strip(), [], gold, obj["required_facts"])
+    return Question(n, qid, obj["question"].strip(), [], gold, obj["required_facts"], metadata)
 
 
 def read_questions(path: Path) -> list[Question]:

@@ -183,16 +183,29 @@ def test_a_failed_swap_puts_the_old_set_back(capsys, tmp_path, monkeypatch):
 def test_questions_from_csv(capsys, folder, tmp_path):
     (folder / "questions.jsonl").unlink()
     (folder / "questions.csv").write_text(
-        "id,question,answers,gold\n"
-        'hold,"How long is a seat held?",12 minutes|twelve minutes,release-notes.html#1\n'
-        "page,Who is paged after the secondary?,Mira Holloway,oncall-handbook.pdf|runbooks/rollback.md#2\n"
+        "id,question,answers,gold,metadata.team\n"
+        'hold,"How long is a seat held?",12 minutes|twelve minutes,release-notes.html#1,booking\n'
+        "page,Who is paged after the secondary?,Mira Holloway,oncall-handbook.pdf|runbooks/rollback.md#2,\n"
     )
     out = tmp_path / "set"
     assert _build(capsys, folder, out)[0] == 0
     probes = _rows(out / "probes.jsonl")
-    assert [(p["id"], p["answers"], p["gold_doc_ids"]) for p in probes] == [
-        ("hold", ["12 minutes", "twelve minutes"], ["release-notes.html#1"]),
-        ("page", ["Mira Holloway"], ["oncall-handbook.pdf#1", "runbooks/rollback.md#2"]),
+    assert [(p["id"], p["answers"], p["gold_doc_ids"], p.get("metadata")) for p in probes] == [
+        ("hold", ["12 minutes", "twelve minutes"], ["release-notes.html#1"], {"team": "booking"}),
+        ("page", ["Mira Holloway"], ["oncall-handbook.pdf#1", "runbooks/rollback.md#2"], None),
+    ]
+
+
+def test_question_metadata_is_the_probes_and_checked(capsys, folder, tmp_path):
+    _edit_question(folder, 1, metadata={"team": "booking", "hops": 2})
+    assert _build(capsys, folder, tmp_path / "set")[0] == 0
+    assert _rows(tmp_path / "set" / "probes.jsonl")[0]["metadata"] == {"team": "booking", "hops": 2}
+    _edit_question(folder, 1, metadata={"team": ["booking"]})
+    _edit_question(folder, 2, metadata="booking")
+    where = folder / "questions.jsonl"
+    assert _build(capsys, folder, tmp_path / "bad")[1].splitlines() == [
+        f"{where}:1: metadata.team: expected a non-empty string, a number or true/false",
+        f'{where}:2: metadata: expected an object of fields, e.g. {{"team": "payments"}}',
     ]
 
 
@@ -469,6 +482,12 @@ def test_long_questions_in_csv_are_refused_in_one_line(capsys, folder, tmp_path)
     line = _one_problem(capsys, folder, tmp_path / "set")
     where = folder / "questions.csv"
     assert line == f"{where}:1: (csv): long questions (required_facts) are written as JSON lines (.jsonl)"
+    # Without the column too, and a row missing its answer is told how CSV holds several.
+    (folder / "questions.csv").write_text('question,answer_type\n"Walk me through it.",long\nWho is paged?,\n')
+    assert _build(capsys, folder, tmp_path / "set")[1].splitlines() == [
+        f"{where}:2: answer_type: long questions (required_facts) are written as JSON lines (.jsonl)",
+        f"{where}:3: answer: missing (give answer, or an answers column, values separated by |)",
+    ]
 
 
 @pytest.mark.slow
