@@ -26,7 +26,9 @@ def _fmt(x: float) -> str:
 def _front(summary: pd.DataFrame, column: str, label: str) -> str:
     frame = tokens_frame(summary)
     front = pareto_front(frame[column].astype(float).to_numpy(), frame[QUALITY].astype(float).to_numpy())
+    closed = set(never_retrieved(summary))  # cheap because it answered without documents: said so
     names = [str(frame["strategy"].iloc[i]) for i in front]
+    names = [f"{name} (never retrieved)" if name in closed else name for name in names]
     return f"Pareto front of {QUALITY.upper()} against {label}: {', '.join(names) or 'none'}."
 
 
@@ -95,16 +97,25 @@ def _long_answers(summary: pd.DataFrame) -> str | None:
         answered = summary[summary["errors"].astype(float) < summary["n"].astype(float)]
     if answered.empty:
         return "Long answers: every probe of every strategy raised an error, so no answer was judged (see errors)."
-    best = answered.loc[answered["fact_recall"].astype(float).idxmax()]
-    line = (
-        f"Long answers: the best strategy, {best['strategy']}, states {_fmt(float(best['fact_recall']))} of the "
-        "required facts"
-    )
-    # Empty (left out) where every long probe raised: no output was judged.
-    wrong = answered.get("incomplete_or_wrong_rate", pd.Series(dtype=float)).astype(float)
+    recall = answered["fact_recall"].astype(float)
+    top = float(recall.max())
+    best = list(answered.loc[recall == top, "strategy"].astype(str))  # a tie names every strategy in it
+    if len(best) == len(answered) > 1:
+        who = "every strategy states"
+    elif len(best) > 1:
+        who = f"the best strategies, {', '.join(best)}, state"
+    else:
+        who = f"the best strategy, {best[0]}, states"
+    line = f"Long answers: {who} {_fmt(top)} of the required facts"
+    # Empty (left out) where every long probe raised: no output was judged. A strategy with errors
+    # counts them in no rate's numerator, so the lowest rate is taken among those without, where any are.
+    clean = answered[answered["errors"].astype(float) == 0] if "errors" in answered.columns else answered
+    rated = clean if not clean.empty else answered
+    wrong = rated.get("incomplete_or_wrong_rate", pd.Series(dtype=float)).astype(float)
     if wrong.notna().any():
-        line += f"; {_fmt(float(wrong.min()))} of answers at best miss a fact or state a wrong value"
-    if float(best["fact_recall"]) < LOW_FACT_RECALL:
+        lowest = rated.loc[wrong.idxmin(), "strategy"]
+        line += f"; at best ({lowest}), {_fmt(float(wrong.min()))} of answers miss a fact or state a wrong value"
+    if top < LOW_FACT_RECALL:
         line += (
             f" (below {LOW_FACT_RECALL}: this model does not write these answers from the passages, so no "
             "strategy's gain on them can show; FLARE's gains on long answers were measured with far larger models)"

@@ -357,3 +357,20 @@ def test_when_no_strategy_closes_any_headroom_none_is_said_to_close_the_most():
         "No strategy closes any of the F1 gap between never (no_retrieval, 0.250) and the per-probe oracle "
         "(0.500): headroom_captured is at most 0.000 for every strategy." in lines
     )
+
+
+def test_a_strategy_on_the_pareto_front_for_never_retrieving_is_said_to_be():
+    from flarebench.bench.findings import _front
+
+    summary = pd.DataFrame(
+        {
+            "strategy": ["single_time", "tool_search", "flare_direct"],
+            "f1": [0.3, 0.3, 0.5],
+            "retrievals_per_q": [1.0, 0.0, 3.0],
+            "prompt_tokens_per_q": [900.0, 300.0, 4000.0],
+            "completion_tokens_per_q": [20.0, 20.0, 60.0],
+        }
+    )
+    assert _front(summary, "tokens_per_q", "tokens") == (
+        "Pareto front of F1 against tokens: tool_search (never retrieved), flare_direct."
+    )

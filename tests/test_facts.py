@@ -329,10 +329,28 @@ def test_the_findings_say_plainly_when_the_model_cannot_write_the_long_answers()
         }
     )
     line = _long_answers(summary)
-    assert line.startswith("Long answers: the best strategy, flare_direct, states 0.050 of the required facts; 0.900")
+    assert line.startswith(
+        "Long answers: the best strategy, flare_direct, states 0.050 of the required facts; at best (flare_direct), "
+        "0.900 of answers miss"
+    )
     assert "this model does not write these answers" in line
     summary["fact_recall"] = [0.4, 0.7]
     assert "does not write" not in _long_answers(summary)
+    # A tie names no one strategy as the best; a rate lowered by errors (counted in no rate) is not the best one.
+    tied = pd.DataFrame(
+        {
+            "strategy": ["no_retrieval", "single_time", "flaky"],
+            "fact_recall": [0.3, 0.3, 0.3],
+            "incomplete_or_wrong_rate": [0.8, 0.8, 0.7],
+            "errors": [0, 0, 2],
+            "n": [10, 10, 10],
+        }
+    )
+    assert _long_answers(tied).startswith(
+        "Long answers: every strategy states 0.300 of the required facts; at best (no_retrieval), 0.800 of answers"
+    )
+    tied.loc[2, "fact_recall"] = 0.1
+    assert _long_answers(tied).startswith("Long answers: the best strategies, no_retrieval, single_time, state 0.300")
     assert _long_answers(summary.drop(columns=["fact_recall", "incomplete_or_wrong_rate"])) is None
 
 
