@@ -39,6 +39,7 @@ MISSING = "–"
 SHARE = "share"  # 0-1, written as a percentage; differences in percentage points
 SECONDS = "seconds"
 COUNT = "count"
+PROBES = "probes"  # a count of probes, written "2 of 10" (of the row's n)
 RELATIVE = "relative"  # already relative to the reference: 0.38 is written +38.0%
 
 #: Per-probe values of one strategy, indexed by probe id: (its group, the faithfulness rows).
@@ -136,9 +137,11 @@ def _triggered(g: Group, _faithfulness) -> pd.Series:
 
 
 def _per_probe(column: str) -> PerProbe:
-    """The probes' values of a per-probe row column, those without one (NaN) left out."""
+    """The probes' values of a per-probe row column, those without one (NaN) and those that raised
+    left out, as the summary's column leaves them out (an errored probe's wall time is no answer's)."""
 
     def values(g: Group, _faithfulness) -> pd.Series:
+        g = g.finished
         return g.by_probe(g.rows[column].astype(float)).dropna()
 
     return values
@@ -171,7 +174,8 @@ INCOMPLETE_OR_WRONG = Measure(
     "incomplete_or_wrong_rate",
     SHARE,
     "long answers: share of the long probes whose output misses a required fact or states a wrong value "
-    "of one (an older release, the staging value); errored probes are not counted; a run's short probes "
+    "of one (an older release, the staging value); an errored probe counts among them but never as "
+    "incomplete (see the errors row); a run's short probes "
     "are not in this row (see incomplete_rate)",
     "no long probe",
     _incomplete_or_wrong,
@@ -182,7 +186,7 @@ INCOMPLETE = Measure(
     SHARE,
     "short answers (this run has no long probes, so there is no wrong-version check): share of the "
     "probes whose answer never reached a final-answer statement (cut by a cap, stopped without one, "
-    "abstained, empty); errored probes are not counted",
+    "abstained, empty); an errored probe counts among them but never as incomplete (see the errors row)",
     "no probe",
     _incomplete,
 )
@@ -213,6 +217,15 @@ LATENCY = Measure(
     "no probe",
     _per_probe("latency_s"),
     statistic=p95,
+)
+ERRORS = Measure(
+    "probes that raised an error",
+    "errors",
+    PROBES,
+    "probes whose run raised (in the strategy or a backend), of the probes run: such a probe has no answer, "
+    "and no rate above counts it as incomplete or wrong (its rate's denominator holds it), so a strategy's "
+    "share of probes without a complete answer is its incomplete rate plus its errors over n",
+    "no probe",
 )
 #: The streaming columns: what a reader of the streamed answer waits.
 STREAMING = (
@@ -298,6 +311,8 @@ def measures(summary: pd.DataFrame) -> tuple[list[Measure], list[str]]:
             f"{', '.join(closed)} never retrieved: closed-book answers, so their tokens and latency are "
             "those of answering without documents"
         )
+    if "errors" in summary.columns and pd.to_numeric(summary["errors"], errors="coerce").fillna(0).gt(0).any():
+        shown.insert(0, ERRORS)  # first: every other row of a strategy with errors is read in its light
     return [m for m in shown if m.column in summary.columns], notes
 
 
@@ -325,6 +340,8 @@ def _number(m: Measure, v: float, signed: bool = False) -> str:
         return f"{_seconds(v, sign)} s"
     if m.unit == RELATIVE:
         return f"{100 * v:+.1f}%"
+    if m.unit == PROBES:
+        return f"{v:{sign}.0f}"
     return f"{v:{sign}.2f}"
 
 
@@ -345,6 +362,8 @@ UNREPORTED = "not reported by the service"
 def _reason(m: Measure, row: Mapping[str, Any]) -> str:
     if row.get("_service") and m.column != FAITHFULNESS.column:  # faithfulness says its own reason
         return UNREPORTED
+    if (n := _value(row, "n")) and _value(row, "errors") == n:
+        return "every probe raised an error"
     if row.get("_disjoint") and m.unit == RELATIVE:
         return "no probe has both"
     if m.when_fired and not _value(row, "triggered_share"):
@@ -356,6 +375,8 @@ def _cell(m: Measure, row: Mapping[str, Any], reference: bool = False) -> str:
     if reference and m.unit == RELATIVE:
         return _missing("the reference")  # relative to itself: nothing to show
     v = _value(row, m.column)
+    if v is not None and m.unit == PROBES:
+        return f"{v:.0f} of {_value(row, 'n') or 0:.0f}"
     return _missing(_reason(m, row)) if v is None else _number(m, v)
 
 
@@ -435,6 +456,11 @@ def adoption(
             ),
         )
     others = [s for s in records if s != reference]
+    if not others and (waiting := [s for s in pending if s != reference]):
+        return Adoption(
+            reference,
+            absent=f"No adoption table yet: {', '.join(f'`{s}`' for s in waiting)} {_has(waiting)} not run yet.",
+        )
     if not others:
         return Adoption(
             reference,
@@ -466,6 +492,10 @@ def adoption(
     return Adoption(reference, tuple(tables), None, legend, tuple(notes))
 
 
+def _has(items: list) -> str:
+    return "has" if len(items) == 1 else "have"
+
+
 def intro(a: Adoption) -> str:
     """The paragraph above the tables (plain text, Markdown code marks aside)."""
     return (
@@ -482,9 +512,10 @@ def headers(a: Adoption, strategy: str) -> list[str]:
     return ["measured", f"before ({a.reference})", f"after ({strategy})", "difference [95% interval]"]
 
 
-def markdown(a: Adoption, run_name: str) -> str:
-    """adoption.md: the tables (tabulate's GitHub format, as summary.md), the legend and the notes."""
-    out = [f"# Adoption table: run {run_name}\n"]
+def markdown(a: Adoption, run_name: str, status_line: str = "") -> str:
+    """adoption.md: the tables (tabulate's GitHub format, as summary.md), the legend and the notes;
+    ``status_line`` (summary.md's, for a run that has not finished) under the title."""
+    out = [f"# Adoption table: run {run_name}\n", *([status_line.rstrip("\n") + "\n"] if status_line else [])]
     if a.absent is not None:
         out.append(f"{a.absent}\n")
         return "\n".join(out)

@@ -279,15 +279,17 @@ def write_summary(
     write_atomic(run_dir / SUMMARY_CSV, summary.to_csv(index=False, float_format="%.6g"))
     defs = "\n".join(f"- `{c}`: {COLUMN_DOCS[c]}" for c in summary.columns if c in COLUMN_DOCS)
     notes = "".join(f"- {note}\n" for note in summary.attrs.get("notes", []))
+    # Both files say when the run has not finished: their rows are partial.
+    status_line = (
+        (_STATUS_LINE_DEV if study and "goal" in study and "calibration" not in study else _STATUS_LINE).format(
+            status=status, finish=_FINISH_GATED if gated else _FINISH
+        )
+        if status not in (None, "complete")
+        else ""
+    )
     md = (
         f"# flarebench run {run_dir.name}\n\n"
-        + (
-            (_STATUS_LINE_DEV if study and "goal" in study and "calibration" not in study else _STATUS_LINE).format(
-                status=status, finish=_FINISH_GATED if gated else _FINISH
-            )
-            if status not in (None, "complete")
-            else ""
-        )
+        + status_line
         + f"Probe set `{config['probes']['name']}`, LM `{config['lm']['name']}`, "
         f"retriever `{config['retriever']['name']}`.\n\n"
         f"{format_table(summary)}\n\n"
@@ -297,4 +299,4 @@ def write_summary(
         + f"## Configuration\n\n```json\n{json.dumps(config, indent=2)}\n```\n"
     )
     write_atomic(run_dir / SUMMARY_MD, md)
-    write_atomic(run_dir / ADOPTION_MD, markdown(adoption_of(summary), run_dir.name))
+    write_atomic(run_dir / ADOPTION_MD, markdown(adoption_of(summary), run_dir.name, status_line))

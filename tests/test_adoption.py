@@ -377,3 +377,56 @@ def test_a_difference_of_milliseconds_is_never_shown_as_zero():
     p95 = LATENCY
     assert _number(p95, -0.0021, signed=True) == "-0.0021 s" and _bound(p95, -0.0004) == "-0.00040"
     assert _number(p95, 1.984, signed=True) == "+1.98 s" and _number(p95, 0.0) == "0.00 s"
+
+
+def test_errors_are_a_row_of_their_own_and_left_out_of_the_per_probe_rows():
+    rows = _runs()  # single_time and flare_direct on p1 (flare_direct fired, 5 s) and p2 (1.5 s)
+    rows["error"] = None
+    rows.loc[(rows["strategy"] == "flare_direct") & (rows["probe_id"] == "p1"), "error"] = "RuntimeError: boom"
+    summary = summarize(rows, reference="single_time")
+    a = adoption(summary, rows)
+    cells = _cells(a, "flare_direct")
+    # First, so that every rate below is read knowing a probe gave no answer.
+    assert list(cells)[0] == "probes that raised an error"
+    assert cells["probes that raised an error"] == ("0 of 2", "1 of 2", "+1")
+    # The errored probe's wall time is no answer's: the summary's p95 and the paired one leave it out.
+    assert (
+        cells["p95 end-to-end latency"][1]
+        == f"{summary.set_index('strategy').at['flare_direct', 'latency_p95_s']:.2f} s"
+    )
+    assert cells["p95 end-to-end latency"][2].endswith("(one probe has both: no interval)")
+    assert "(`errors`): probes whose run raised" in markdown(a, "run")
+    # Without errors, no such row.
+    assert "probes that raised an error" not in _cells(
+        adoption(summarize(_runs(), reference="single_time")), "flare_direct"
+    )
+
+
+def test_a_strategy_whose_every_probe_raised_says_so_in_every_empty_cell():
+    rows = _runs()
+    rows["error"] = None
+    rows.loc[rows["strategy"] == "flare_direct", "error"] = "RuntimeError: boom"
+    cells = _cells(adoption(summarize(rows, reference="single_time"), rows), "flare_direct")
+    assert cells["probes that raised an error"] == ("0 of 2", "2 of 2", "+2")
+    empty = {label: after for label, (_, after, _) in cells.items() if after.startswith(MISSING)}
+    assert "p95 end-to-end latency" in empty and "tokens, blended over all queries" in empty
+    assert set(empty.values()) == {f"{MISSING} (every probe raised an error)"}, empty
+
+
+def test_a_run_under_way_says_which_strategy_has_not_run_yet_and_its_status(tmp_path):
+    from flarebench.bench.report import write_summary
+
+    alone = pd.DataFrame(STUDY).iloc[[0]]
+    a = adoption(alone, pending=["single_time", "flare_direct", "ircot"])
+    assert a.absent == "No adoption table yet: `flare_direct`, `ircot` have not run yet."
+    assert "add a strategy" in adoption(alone).absent  # nothing pending: the advice stands
+    # adoption.md says that the run has not finished, as summary.md does, under its title.
+    config = {"probes": {"name": "engdocs"}, "lm": {"name": "m"}, "retriever": {"name": "bm25"}}
+    write_summary(tmp_path, pd.DataFrame(STUDY), config, status="interrupted")
+    status = (tmp_path / "summary.md").read_text().split("\n\n")[1]
+    assert status.startswith("**Run status: interrupted.**")
+    assert (
+        (tmp_path / ADOPTION_MD).read_text().startswith(f"# Adoption table: run {tmp_path.name}\n\n{status}\n\nBefore:")
+    )
+    write_summary(tmp_path, pd.DataFrame(STUDY), config, status="complete")
+    assert "Run status" not in (tmp_path / ADOPTION_MD).read_text()

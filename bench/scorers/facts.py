@@ -92,7 +92,8 @@ def _note(summary: pd.DataFrame, scoring: Scoring) -> list[str]:
     Column(
         "incomplete_facts_rate",
         "Long probes only: share of the long probes whose output misses at least one required fact, "
-        "0-1; errored probes are not counted (see errors), and it is empty when every long probe raised. "
+        "0-1; an errored probe counts among the long probes but never as missing a fact (see errors), and it is "
+        "empty when every long probe raised. "
         "This is incomplete_rate's definition for "
         "long probes: incomplete_rate adds these probes to the short probes without a final-answer "
         "statement (the run's notes say when it does).",
@@ -110,7 +111,8 @@ def _note(summary: pd.DataFrame, scoring: Scoring) -> list[str]:
     Column(
         "incomplete_or_wrong_rate",
         "Long probes only: share of the long probes whose output misses a required fact or states "
-        "a wrong value (either of the two columns before), 0-1; empty when every long probe raised.",
+        "a wrong value (either of the two columns before), 0-1; an errored probe counts among the long probes "
+        "but in neither (see errors); empty when every long probe raised.",
         better=LOWER,
         optional=True,
     ),

@@ -95,8 +95,9 @@ def incomplete_flags(g: Group) -> pd.Series:
         "incomplete_rate",
         "Share of probes, 0-1, whose answer never reached a final-answer statement: the sum "
         "of the five incomplete_ columns (each answer has at most one reason); on long probes, also those "
-        "that miss a required fact the token cap did not cut (counted here only; the notes say so). Errored "
-        "probes are not counted here (see errors); empty when every probe raised.",
+        "that miss a required fact the token cap did not cut (counted here only; the notes say so). An errored "
+        "probe counts among the probes but never as incomplete (so incomplete_rate + errors / n is the share "
+        "without a complete answer); empty when every probe raised.",
         better=LOWER,
     ),
     *(Column(f"incomplete_{r}", _DOCS[r], better=LOWER) for r in INCOMPLETE_REASONS),
