@@ -96,8 +96,10 @@ def get(name: str) -> type[Strategy]:
     try:
         return _REGISTRY[name]
     except KeyError:
+        close = difflib.get_close_matches(name, names(), n=1, cutoff=0.75)
+        hint = f"did you mean {close[0]!r}? " if close else ""
         raise SpecError(
-            f"unknown strategy {name!r}; known: {', '.join(names())} "
+            f"unknown strategy {name!r}; {hint}known: {', '.join(names())} "
             "(a plugin's strategy needs --plugin MODULE|FILE.py, or its package installed)"
         ) from None
 

@@ -262,3 +262,11 @@ def test_needs_naming_no_capability_is_a_spec_error_naming_the_known_ones(isolat
         parse_spec("_test_needs:k=2")
     assert str(e.value).startswith(f"_test_needs:k=2: Needy.needs() {message}")
     assert "\n" not in str(e.value)
+
+
+def test_a_misspelt_strategy_is_offered_the_name_it_is_near():
+    with pytest.raises(SpecError, match=r"^unknown strategy 'flare_drect'; did you mean 'flare_direct'\? known: "):
+        parse_spec("flare_drect:theta=0.5")
+    with pytest.raises(SpecError) as far:
+        parse_spec("flair")
+    assert "did you mean" not in str(far.value)
