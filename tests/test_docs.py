@@ -124,3 +124,32 @@ def test_slug_matches_githubs_rule():
     assert slug("Lucene backend: `--retriever pyserini`") == "lucene-backend---retriever-pyserini"
     assert slug("run.json") == "runjson"
     assert slug("Is the confidence gate informative?") == "is-the-confidence-gate-informative"
+
+
+_COUNTS = {7: "seven", 8: "eight", 9: "nine", 10: "ten", 11: "eleven", 12: "twelve", 13: "thirteen", 14: "fourteen"}
+
+
+def test_every_built_in_strategy_and_trigger_is_in_the_pages_that_list_them():
+    # A new strategy or trigger is added in one file; these are the places a reader looks it up.
+    from flarebench.strategies import triggers
+    from flarebench.strategies.registry import BUILTIN
+
+    readme = (ROOT / "README.md").read_text(encoding="utf-8")
+    strategies = (DOCS / "strategies.md").read_text(encoding="utf-8")
+    calibration = (DOCS / "calibration.md").read_text(encoding="utf-8")
+    for name in BUILTIN:
+        assert f"\n| `{name}` |" in readme, f"README's parameter table has no row for {name}"
+        assert f"\n## {name}\n" in strategies and f"[{name}](#{name})" in strategies, f"docs/strategies.md: {name}"
+    count = _COUNTS[len(BUILTIN)]
+    assert strategies.startswith(f"# Strategies\n\n{count.capitalize()} strategies"), "docs/strategies.md's count"
+    assert f"the {count} strategies" in readme and f"the {count} built-in strategies" in (
+        DOCS / "scaling.md"
+    ).read_text(encoding="utf-8")
+    triggers_table = strategies.split("### Triggers", 1)[1].split("\n### ", 1)[0]
+    listed = re.findall(r"`trigger` \| `min_prob` \| the gate: ([^(|]*)", strategies)
+    for name in triggers.names():
+        assert f"\n| `{name}` |" in triggers_table, f"docs/strategies.md's Triggers table lacks {name}"
+        assert listed and all(f"`{name}`" in line for line in listed), f"a trigger parameter row lacks {name}"
+        assert f"`{name}`" in readme.split("| `flare_direct` |", 1)[1].split("\n", 1)[0], f"README: {name}"
+        if triggers.get(name).grid:  # calibration tunes its threshold over the grid
+            assert f"| `flare_direct` (`{name}`) |" in calibration, f"docs/calibration.md's knob table lacks {name}"

@@ -1,5 +1,5 @@
 """The committed example runs (reports/examples/) rescore to the very files committed beside them:
-`flarebench report RUN_DIR` recomputes summary.csv, summary.md, adoption.md and report.html from
+`flarebench report RUN_DIR` recomputes summary.csv, summary.md, adoption.md, report.html and triggers.csv from
 run.json and traces.jsonl alone, and a change to scoring, column definitions or the report that alters any byte
 of them shows here: a bug, or (a new metric, a changed definition) a change to commit with the
 examples rescored, as CONTRIBUTING.md says. The plots' PNG bytes are matplotlib's to choose (a newer
@@ -18,7 +18,7 @@ from tests.scripted import run_cli
 
 EXAMPLES = Path(__file__).resolve().parents[1] / "reports" / "examples"
 #: What `report` derives from a run folder's run.json and traces.jsonl.
-DERIVED = ("summary.csv", "summary.md", "adoption.md", "report.html")
+DERIVED = ("summary.csv", "summary.md", "adoption.md", "report.html", "triggers.csv")
 _PNG = re.compile(rb"data:image/png;base64,[A-Za-z0-9+/=]+")
 
 
