@@ -146,6 +146,13 @@ def parse_goal(text: str, objective: str | None, option: str) -> Goal:
                 f"{flag}: {name} compares with other strategies, which a dev point does not run; use a "
                 "column of the strategy's own (prompt_tokens_per_q, cost_per_q, retrieval_rate, ...)"
             )
+        if better[name] is None and not name.endswith("_per_q"):  # text, a flag, how the run was served
+            raise CalibrationError(f"{flag}: {name} describes a row, it is no figure to aim at or to bound")
+        if name.endswith("_warm_s"):
+            raise CalibrationError(
+                f"{flag}: {name} is measured on answers from the cache, and dev points run without it: "
+                f"use {name.replace('_warm_s', '_s')}"
+            )
     if is_share(metric) and not 0.0 <= value <= 1.0:  # 30 for 30%, say
         raise CalibrationError(f"{option}: {metric} lies within 0 and 1, got {value:g}")
     # The columns of a strategy's own count, measure or share something (only those comparing with

@@ -303,6 +303,14 @@ class BenchSession:
             raise ConfigError(why)
         self.config = self._config()
         self.price = price_for(self.config["lm"].get("name", self.lm), self.prices)
+        if self.study and "goal" in self.study and self.price is None:
+            goal = Goal(**self.study["goal"])
+            if priced := [c for c in (goal.metric, goal.objective) if c and c.startswith("cost")]:
+                # Every dev point's cost would be missing: the grid would run for a goal no point meets.
+                raise ConfigError(
+                    f"{priced[0]}: the LM {self.config['lm'].get('name', self.lm)} has no price, so no cost is "
+                    "measured (give --prices FILE with its price)"
+                )
         try:
             self.gating.bind(fingerprint(self.config, self.strategies, len(self.selected)))
         except GateError as e:

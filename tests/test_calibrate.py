@@ -72,7 +72,15 @@ def test_the_best_point_within_budget_follows_the_objectives_direction():
         ("tokens_rel_blended<=2", None, "tokens_rel_blended compares with other strategies, which a dev point"),
         ("retrieval_rate<=0.5", "f1_delta", "--objective: f1_delta compares with other strategies"),
         ("retrieval_rate<=0.5", "helped", "--objective: helped compares with other strategies"),
-        ("retrieval_rate<=0.5", "faithfulness_method", "--objective: faithfulness_method has no better direction"),
+        ("retrieval_rate<=0.5", "faithfulness_method", "--objective: faithfulness_method describes a row, it is no"),
+        ("retrieval_rate<=0.5", "tool_calls_parsed_per_q", "--objective: tool_calls_parsed_per_q has no better dir"),
+        ("strategy=1", None, "--target: strategy describes a row, it is no figure to aim at or to bound"),
+        ("cached_share<=0.5", None, "--target: cached_share describes a row"),
+        (
+            "latency_p50_warm_s=0.1",
+            None,
+            "latency_p50_warm_s is measured on answers from the cache, and dev points run",
+        ),
         ("retrieval_rate=1.5", None, "--target: retrieval_rate lies within 0 and 1, got 1.5"),
         ("incomplete_or_wrong_rate<=30", None, "incomplete_or_wrong_rate lies within 0 and 1, got 30"),  # 30%
     ],
@@ -376,6 +384,11 @@ def test_a_gate_from_the_config_file_is_named_by_its_line_when_a_calibration_ref
             "--budget is given 2 times; compare calibrates to one budget",
         ),
         (["compare", "--strategy", "all", "--objective", "f1"], "--objective needs --budget"),
+        # No price: no dev point's cost is measured (refused once the LM's name is known).
+        (
+            ["calibrate", "--strategy", "flare_direct", "--budget", "cost_per_q<=0.01"],
+            "cost_per_q: the LM scripted has no price, so no cost is measured (give --prices FILE with its price)",
+        ),
         # Two spellings of one configuration, named as the user gave them (not as their grid points).
         (
             [
