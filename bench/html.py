@@ -234,13 +234,14 @@ def _plots(summary: pd.DataFrame, rows: pd.DataFrame, study: dict, order: list[s
             )
         )
     if study.get("calibration"):
+        x, y = plots.calibration_axes(study)
         parts.append(
             _figure(
                 plots.calibration(summary, study),
                 "plot-calibration",
-                "quality against retrieval rate: dev sweeps and chosen points",
-                "Each calibrated strategy's grid points run on the dev part (F1 against the goal's metric), the "
-                "chosen one ringed, and the same value on the test part as a cross; the dashed line is the goal.",
+                f"{y} against {x}: dev sweeps and chosen points",
+                f"Each calibrated strategy's grid points run on the dev part ({y} against the goal's metric, {x}), "
+                "the chosen one ringed, and the same value on the test part as a cross; the dashed line is the goal.",
                 wide=True,
             )
         )

@@ -150,31 +150,40 @@ def sweep(summary: pd.DataFrame, study: dict) -> bytes | None:
     return _png(fig)
 
 
+def calibration_axes(study: dict) -> tuple[str, str]:
+    """The calibration plot's (x, y) columns: the goal's metric against what the calibration
+    optimises (a budget's objective; F1 for a target), or against the retrieval rate when that is
+    the goal's metric itself (a target on F1)."""
+    goal = study.get("goal") or {}
+    x = goal.get("metric", "retrieval_rate")
+    y = goal.get("objective") or QUALITY
+    return x, ("retrieval_rate" if y == x else y)
+
+
 def calibration(summary: pd.DataFrame, study: dict) -> bytes | None:
-    """For a calibrated run: quality against the goal's metric (the retrieval rate), one curve per
+    """For a calibrated run: the objective (F1 for a target) against the goal's metric, one curve per
     calibrated strategy through the grid points run on dev, its chosen point ringed, and where that
     point landed on test (a cross); the goal as a dashed line."""
     records = study.get("calibration") or []
-    metric = (study.get("goal") or {}).get("metric", "retrieval_rate")
+    metric, quality = calibration_axes(study)
     if not records:
         return None
     test = {r["strategy"]: r for r in summary.to_dict("records")}
     fig = _figure(7.2, 4.4)
     ax = fig.subplots()
     for cal in records:
-        points = sorted((p[metric], p[QUALITY]) for p in cal["points"] if not _missing(p[metric], p[QUALITY]))
+        points = sorted((p[metric], p[quality]) for p in cal["points"] if not _missing(p.get(metric), p.get(quality)))
         if not points:
             continue
         (line,) = ax.plot(*zip(*points), marker="o", markersize=4, label=f"{cal['base']} (dev)")
         chosen = cal["dev"]
-        ax.scatter([chosen[metric]], [chosen[QUALITY]], s=140, facecolors="none", edgecolors=line.get_color())
-        if cal["chosen"] in test and not _missing(test[cal["chosen"]][metric], test[cal["chosen"]][QUALITY]):
-            ax.scatter(
-                [test[cal["chosen"]][metric]], [test[cal["chosen"]][QUALITY]], marker="x", s=70, color=line.get_color()
-            )
+        ax.scatter([chosen[metric]], [chosen[quality]], s=140, facecolors="none", edgecolors=line.get_color())
+        landed = test.get(cal["chosen"], {})
+        if not _missing(landed.get(metric), landed.get(quality)):
+            ax.scatter([landed[metric]], [landed[quality]], marker="x", s=70, color=line.get_color())
     ax.axvline(float(study["goal"]["value"]), color="grey", linestyle="--", linewidth=1)
     ax.set_xlabel(f"{metric} (dev curve; x: the chosen value on test)")
-    ax.set_ylabel(f"{QUALITY.upper()} (stated answer)")
+    ax.set_ylabel(f"{QUALITY.upper()} (stated answer)" if quality == QUALITY else quality)
     ax.grid(alpha=0.3)
     ax.legend(fontsize=7)
     return _png(fig)

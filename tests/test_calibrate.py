@@ -816,3 +816,15 @@ def test_a_calibrated_comparison_rescores_to_the_summary_it_wrote(tmp_path, scri
     written = {name: (run_dir / name).read_text() for name in ("summary.csv", "summary.md", "calibration.csv")}
     assert run_cli("score", str(run_dir))[0] == 0
     assert {name: (run_dir / name).read_text() for name in written} == written
+
+
+def test_the_calibration_plot_draws_the_objective_against_the_goals_metric():
+    from flarebench.bench.plots import calibration_axes
+
+    assert calibration_axes({"goal": {"metric": "retrieval_rate", "op": "=", "value": 0.5}}) == ("retrieval_rate", "f1")
+    budget = {"metric": "lm_calls_per_q", "op": "<=", "value": 3, "objective": "em"}
+    assert calibration_axes({"goal": budget}) == ("lm_calls_per_q", "em")
+    # A budget on F1 with the retrieval rate as the objective; a target on F1: never F1 against F1.
+    floor = {"metric": "f1", "op": ">=", "value": 0.3, "objective": "retrieval_rate", "lower": True}
+    assert calibration_axes({"goal": floor}) == ("f1", "retrieval_rate")
+    assert calibration_axes({"goal": {"metric": "f1", "op": "=", "value": 0.3}}) == ("f1", "retrieval_rate")
