@@ -598,7 +598,11 @@ def _scoring(args: argparse.Namespace, info: dict, run_json: Path):
         except SpecError as e:
             raise UserError(f"--reference: {e}") from None
         # A rescoring cannot run it: every delta would be empty, and recorded for later rescorings.
-        specs = info["config"]["strategies"]
+        study = info.get("study") or {}
+        specs = study.get("specs") or list(info["config"]["strategies"])  # a calibration's: its test rows
+        # A calibrated strategy named as given stands for its chosen point, as in `compare --budget`.
+        chosen = {c.get("base"): c.get("chosen") for c in study.get("calibration") or []}
+        args.reference = chosen.get(args.reference, args.reference)
         if args.reference not in specs:
             raise UserError(f"--reference {args.reference}: not a strategy of this run ({', '.join(specs)})")
     recorded = info.get("scoring")

@@ -816,6 +816,17 @@ def test_a_calibrated_comparison_rescores_to_the_summary_it_wrote(tmp_path, scri
     written = {name: (run_dir / name).read_text() for name in ("summary.csv", "summary.md", "calibration.csv")}
     assert run_cli("score", str(run_dir))[0] == 0
     assert {name: (run_dir / name).read_text() for name in written} == written
+    # Rescored against the calibrated strategy as given: its chosen point, the test rows' spec.
+    import json
+
+    info = json.loads((run_dir / "run.json").read_text())
+    [cal] = info["study"]["calibration"]
+    assert run_cli("score", str(run_dir), "--reference", "flare_direct")[0] == 0
+    assert json.loads((run_dir / "run.json").read_text())["scoring"]["reference"] == cal["chosen"]
+    # A dev point that is no row of the summary is refused, naming the rows (not every dev point).
+    dev_only = next(p["spec"] for p in cal["points"] if p["spec"] not in info["study"]["specs"])
+    code, out, err = run_cli("score", str(run_dir), "--reference", dev_only)
+    assert code == 2 and f"not a strategy of this run ({', '.join(info['study']['specs'])})" in err
 
 
 def test_the_calibration_plot_draws_the_objective_against_the_goals_metric():
