@@ -489,11 +489,19 @@ def missed_lines(table: pd.DataFrame, study: Mapping[str, Any]) -> list[str]:
     lines = []
     for _, row in table.iterrows():
         if row["missed"] is True or row["missed"] == 1:
-            lines.append(
+            dev = _number(row[f"dev_{goal.metric}"])
+            line = (
                 f"{row['strategy']} ({row['calibrated']}) missed {goal.describe()} on test: "
-                f"{goal.metric} {row[f'test_{goal.metric}']:.2f} on test against {row[f'dev_{goal.metric}']:.2f} "
+                f"{goal.metric} {row[f'test_{goal.metric}']:.2f} on test against {dev:.2f} "
                 f"on dev (tolerance {goal.allowed(tolerance):g})"
             )
+            if goal.miss(dev) > goal.allowed(tolerance):
+                # Not the test part's doing: no value of the grid came nearer on dev either.
+                line += (
+                    "; it missed on dev already, where no value of the grid came nearer: `flarebench calibrate` "
+                    "with finer --values around it can"
+                )
+            lines.append(line)
     return lines
 
 

@@ -226,7 +226,8 @@ def _calibrated(args: argparse.Namespace, plans: dict, goal, kind: str, extra: d
             )
         # A reference with a knob was calibrated as the others: the delta columns compare with its chosen spec.
         session.reference = chosen.get(session.reference, session.reference)
-        final = [chosen.get(spec, spec) for spec in plans if spec in chosen or spec not in grids]
+        # A chosen point that is the always bound's spec (retrieval_rate=1) is one row, listed once.
+        final = list(dict.fromkeys(chosen.get(spec, spec) for spec in plans if spec in chosen or spec not in grids))
         # Recorded before the test runs: a run stopped among them is summarised with its calibration.
         study["calibration"] = [c.record() for c in results]
         session.focus(final, test, final=False)

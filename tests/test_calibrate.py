@@ -281,6 +281,14 @@ def test_the_table_shows_dev_and_test_figures_and_flags_a_miss_beyond_the_tolera
     assert pd.isna(table.iloc[1]["off_by"])  # single_time had no goal: its figure is test_retrieval_rate
     [line] = missed_lines(table, study)
     assert line.startswith("flare_direct (theta=0.5) missed retrieval_rate=0.5 on test: retrieval_rate 0.75")
+    assert "missed on dev already" not in line  # dev was near the goal: the test part moved
+    # A choice already off the goal on dev (the grid jumped past it) is not blamed on the test part.
+    study["calibration"] = [{**cal.record(), "dev": {**cal.dev, "retrieval_rate": 0.97}}]
+    [line] = missed_lines(calibration_table(summary, study), study)
+    assert line.endswith(
+        "against 0.97 on dev (tolerance 0.1); it missed on dev already, where no value of the grid came nearer: "
+        "`flarebench calibrate` with finer --values around it can"
+    )
 
 
 def test_the_tolerance_is_absolute_on_a_share_and_relative_on_any_other_column():
@@ -473,6 +481,14 @@ def test_a_grid_point_that_is_the_always_bound_runs_once(tmp_path, scripted_lm):
     code, out, err = run_cli(*argv, "--budget", "retrieval_rate=0.5", "--limit", "4", "--report-dir", str(run_dir))
     assert code == 0, err
     assert json.loads((run_dir / "run.json").read_text())["status"] == "complete"
+    # flare_direct chosen at theta=1, the always bound's spec: one row, listed once.
+    argv = ["compare", "--strategy", "flare_direct", "--strategy", "single_time"]
+    code, out, err = run_cli(
+        *argv, "--budget", "retrieval_rate=1", "--limit", "4", "--report-dir", str(tmp_path / "all")
+    )
+    assert code == 0, err
+    specs = json.loads((tmp_path / "all" / "run.json").read_text())["study"]["specs"]
+    assert len(specs) == len(set(specs)) and len(pd.read_csv(tmp_path / "all" / "summary.csv")) == len(specs) + 1
 
 
 @pytest.mark.slow
