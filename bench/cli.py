@@ -138,6 +138,12 @@ def _calibrate(args: argparse.Namespace) -> int:
         raise UserError(
             "calibrate needs one goal: --target METRIC=VALUE, or --objective METRIC --budget METRIC<=VALUE (or >=)"
         )
+    # Each option is one kind of goal: a target given as a budget (or the other way) would run as the other.
+    if args.budget and "=" in args.budget and "<=" not in args.budget and ">=" not in args.budget:
+        raise UserError(f"--budget takes a cap or a floor (METRIC<=VALUE, METRIC>=VALUE); to hit {args.budget}, "
+                        "give --target")  # fmt: skip
+    if args.target and ("<=" in args.target or ">=" in args.target):
+        raise UserError(f"--target takes METRIC=VALUE, a figure to hit; {args.target} is a budget: give --budget")
     try:
         values = parse_values(args.values)
         goal = parse_goal(args.target or args.budget, args.objective, "--target" if args.target else "--budget")
@@ -710,11 +716,11 @@ def _add_run_options(
         parser.add_argument(opt.flag, **kwargs)
 
 
-def _add_calibration_options(parser: argparse.ArgumentParser, budget_help: str) -> None:
+def _add_calibration_options(parser: argparse.ArgumentParser, budget_help: str, budget_form: str) -> None:
     parser.add_argument(
         "--budget",
         action="append",  # given twice is refused (_once), not the first silently dropped
-        metavar="METRIC=VALUE",
+        metavar=budget_form,
         help=budget_help,
     )
     parser.add_argument(
@@ -813,6 +819,7 @@ def build_parser() -> argparse.ArgumentParser:
             "retrieval_rate=0.5; or METRIC<=VALUE or METRIC>=VALUE with --objective), then compare all on the test "
             "part; a spec that sets its knob runs as given"
         ),
+        budget_form="METRIC=VALUE",
     )
     calibrate = command(
         "calibrate",
@@ -835,15 +842,23 @@ def build_parser() -> argparse.ArgumentParser:
         "--target",
         action="append",  # given twice is refused (_once), not the first silently dropped
         metavar="METRIC=VALUE",
-        help="hit this figure on dev, e.g. retrieval_rate=0.5",
+        help="hit this figure on dev, e.g. retrieval_rate=0.5 (a cap or a floor is --budget)",
     )
-    _add_run_options(calibrate, hidden=GATE_FLAGS)
+    _add_run_options(
+        calibrate,
+        {
+            "--strategy": "the strategy spec to calibrate (NAME or NAME:key=value,... without the calibrated "
+            "parameter); repeat to calibrate several; required",
+        },
+        hidden=GATE_FLAGS,
+    )
     _add_calibration_options(
         calibrate,
         budget_help=(
             "with --objective: the budget the chosen value must keep on dev, a cap or a floor, e.g. "
-            "retrieval_rate<=0.5 or f1>=0.3"
+            "retrieval_rate<=0.5 or f1>=0.3 (a figure to hit is --target)"
         ),
+        budget_form="METRIC<=VALUE|METRIC>=VALUE",
     )
     sweep = command(
         "sweep",

@@ -10,9 +10,10 @@ from typing import Any
 
 #: Said under the options in both --help texts: where their defaults can be set.
 DEFAULTS_NOTE = (
-    "Any option's default can be set in flarebench.toml or in [tool.flarebench] of pyproject.toml (the nearest "
-    "from the current folder upwards), under its name without --; the command line wins, and --no-NAME "
-    "(--no-gate, --no-cache, ...) sets NAME back to its built-in default."
+    "The defaults of the options `run` takes can be set in flarebench.toml or in [tool.flarebench] of "
+    "pyproject.toml (the nearest from the current folder upwards), under their names without --; the command "
+    "line wins, and --no-NAME (--no-gate, --no-cache, ...) sets NAME back to its built-in default. A command's "
+    "own options (--budget, --target, --param, --values) go on its command line."
 )
 
 # The defaults of calibrate's and compare --budget's --dev-fraction and --budget-tolerance (here, not

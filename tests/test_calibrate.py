@@ -373,6 +373,15 @@ def test_a_gate_from_the_config_file_is_named_by_its_line_when_a_calibration_ref
             "single_time: nothing to calibrate",
         ),
         (["calibrate", "--strategy", "flare_direct"], "calibrate needs one goal"),
+        # A goal given to the other option would run as the other kind (a target bisected, a cap gridded).
+        (
+            ["calibrate", "--strategy", "flare_direct", "--budget", "retrieval_rate=0.3"],
+            "--budget takes a cap or a floor (METRIC<=VALUE, METRIC>=VALUE); to hit retrieval_rate=0.3, give --target",
+        ),
+        (
+            ["calibrate", "--strategy", "flare_direct", "--target", "retrieval_rate<=0.3"],
+            "--target takes METRIC=VALUE, a figure to hit; retrieval_rate<=0.3 is a budget: give --budget",
+        ),
         (["calibrate", "--target", "retrieval_rate=0.5"], "calibrate needs --strategy SPEC"),
         (
             ["calibrate", "--strategy", "flare_direct", "--target", "retrieval_rate=0.5", "--values", "a,b"],
