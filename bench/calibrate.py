@@ -474,7 +474,7 @@ def calibration_note(study: Mapping[str, Any]) -> str:
     goal = Goal(**study["goal"])
     n_dev, n_test = len(study.get("dev_probe_ids", [])), len(study.get("test_probe_ids", []))
     return (
-        f"Goal {goal.describe()}: each budget knob chosen on a dev part of {n_dev} probes "
+        f"Goal {goal.describe()}: each budget knob chosen on a dev part of {n_dev} probe{'s' * (n_dev != 1)} "
         f"(--dev-fraction {study.get('dev_fraction', DEV_FRACTION):g}, --seed {study.get('seed', 0)}); every "
         f"figure below but dev_{goal.metric} is measured on the other {n_test} (test). A strategy without "
         f"calibrated value ran as given. missed: off the goal by more than "

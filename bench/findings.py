@@ -218,6 +218,7 @@ def findings(summary: pd.DataFrame, study: dict) -> list[str]:
     out += [f for f in (_long_answers(summary), _retrieval_helps(summary), _deltas(summary)) if f]
     out += _harms(summary)
     out += [f for f in (_headroom(summary, oracle),) if f]
-    out.append(_front(summary, cost_col, cost_label))
-    out.append(_front(summary, "latency_p95_s", "p95 latency"))
+    if len(summary) > 1:  # one strategy trades nothing off (as the plots say)
+        out.append(_front(summary, cost_col, cost_label))
+        out.append(_front(summary, "latency_p95_s", "p95 latency"))
     return out

@@ -374,3 +374,10 @@ def test_a_strategy_on_the_pareto_front_for_never_retrieving_is_said_to_be():
     assert _front(summary, "tokens_per_q", "tokens") == (
         "Pareto front of F1 against tokens: tool_search (never retrieved), flare_direct."
     )
+
+
+def test_one_strategy_has_no_pareto_front_finding():
+    rows = _rows(ANSWERS)
+    alone = summarize(rows[rows["strategy"] == "single_time"], reference="single_time")
+    assert not any("Pareto" in line for line in findings(alone, {"kind": "run"}))
+    assert any("Pareto" in line for line in findings(summarize(rows, reference="single_time"), {"kind": "compare"}))
