@@ -826,8 +826,9 @@ def read_run_json(path: Path) -> dict[str, Any]:
         raise ConfigError(f"{path}: {e}") from None
 
 
-#: What decides a calibrated run's dev and test parts and its chosen values (bench/calibrate.py).
-_CALIBRATION_FIELDS = ("goal", "dev_fraction", "seed", "tolerance")
+#: What decides a calibrated run's dev and test parts and its chosen values (bench/calibrate.py); not
+#: --budget-tolerance, which only judges the test figures: a run again with another one re-judges them.
+_CALIBRATION_FIELDS = ("goal", "dev_fraction", "seed")
 
 
 def _calibration_of(study, limit: int | None) -> dict[str, Any]:

@@ -172,6 +172,13 @@ def test_a_calibration_is_not_resumed_with_another_split_or_goal(tmp_path, scrip
     ):
         line = _one_line(*run_cli(*command, "--target", goal, "--seed", seed)[::2])
         assert f"holds a run of another calibration: {field}" in line, line
+    # Another --budget-tolerance changes no answer, only the judgement of the test figures: the same
+    # run is judged again, nothing run anew.
+    before = (tmp_path / "cal" / "traces.jsonl").read_text()
+    code, out, err = run_cli(*command, "--target", "retrieval_rate=0.5", "--seed", "0", "--budget-tolerance", "0.9")
+    assert code == 0, err
+    assert (tmp_path / "cal" / "traces.jsonl").read_text() == before
+    assert "missed: off the goal by more than 0.9 on test" in (tmp_path / "cal" / "summary.md").read_text()
     # More probes split again: probes of the dev part would move into the test part.
     more = [a if a != "6" else "8" for a in command]
     line = _one_line(*run_cli(*more, "--target", "retrieval_rate=0.5", "--seed", "0")[::2])
