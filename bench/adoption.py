@@ -22,7 +22,7 @@ import pandas as pd
 from tabulate import tabulate
 
 from flarebench.bench.bounds import never_retrieved, strategy_rows
-from flarebench.bench.markdown import cell
+from flarebench.bench.markdown import cell, text
 from flarebench.bench.metrics import COLUMN_DOCS
 from flarebench.bench.scorers.deltas import paired
 from flarebench.bench.scorers.facts import fact_flags
@@ -515,7 +515,7 @@ def headers(a: Adoption, strategy: str) -> list[str]:
 def markdown(a: Adoption, run_name: str, status_line: str = "") -> str:
     """adoption.md: the tables (tabulate's GitHub format, as summary.md), the legend and the notes;
     ``status_line`` (summary.md's, for a run that has not finished) under the title."""
-    out = [f"# Adoption table: run {run_name}\n", *([status_line.rstrip("\n") + "\n"] if status_line else [])]
+    out = [f"# Adoption table: run {text(run_name)}\n", *([status_line.rstrip("\n") + "\n"] if status_line else [])]
     if a.absent is not None:
         out.append(f"{a.absent}\n")
         return "\n".join(out)

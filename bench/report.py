@@ -14,6 +14,7 @@ from tabulate import tabulate
 from flarebench.bench.adoption import ADOPTION_MD, adoption, markdown
 from flarebench.bench.calibrate import CALIBRATION_CSV, calibration_lines, calibration_note, calibration_table
 from flarebench.bench.markdown import cell
+from flarebench.bench.markdown import text as markdown_text
 from flarebench.bench.metrics import COLUMN_DOCS, SUMMARY_COLUMNS, probe_row, summarize
 from flarebench.bench.paths import WriteError
 from flarebench.strategies.records import Trace
@@ -288,7 +289,7 @@ def write_summary(
         else ""
     )
     md = (
-        f"# flarebench run {run_dir.name}\n\n"
+        f"# flarebench run {markdown_text(run_dir.name)}\n\n"
         + status_line
         + f"Probe set `{config['probes']['name']}`, LM `{config['lm']['name']}`, "
         f"retriever `{config['retriever']['name']}`.\n\n"

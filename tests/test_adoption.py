@@ -430,3 +430,14 @@ def test_a_run_under_way_says_which_strategy_has_not_run_yet_and_its_status(tmp_
     )
     write_summary(tmp_path, pd.DataFrame(STUDY), config, status="complete")
     assert "Run status" not in (tmp_path / ADOPTION_MD).read_text()
+
+
+def test_a_run_folder_named_with_markup_is_shown_as_written_in_the_markdown_files(tmp_path):
+    from flarebench.bench.report import write_summary
+
+    run_dir = tmp_path / "run<u>&3"
+    run_dir.mkdir()
+    config = {"probes": {"name": "engdocs"}, "lm": {"name": "m"}, "retriever": {"name": "bm25"}}
+    write_summary(run_dir, pd.DataFrame(STUDY), config)
+    assert (run_dir / "summary.md").read_text().startswith("# flarebench run run&lt;u&gt;&amp;3\n")
+    assert (run_dir / ADOPTION_MD).read_text().startswith("# Adoption table: run run&lt;u&gt;&amp;3\n")
