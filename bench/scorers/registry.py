@@ -294,16 +294,21 @@ def scorer(
         if not fn.__module__.startswith(f"{__name__.rpartition('.')[0]}."):
             load()
         name = fn.__name__
+        # Each side named with its module: a clash between two modules of bench/scorers/ is found by them.
+        where = f"scorer {name} ({fn.__module__})"
         if name in _SCORERS:
-            raise ScorerError(f"scorer {name}: the name is taken (a scorer is named after its function)")
-        taken = {s.order: s.name for s in _SCORERS.values()}
+            raise ScorerError(
+                f"{where}: the name is taken by {_SCORERS[name].summarize.__module__} "
+                "(a scorer is named after its function)"
+            )
+        taken = {s.order: f"{s.name} ({s.summarize.__module__})" for s in _SCORERS.values()}
         if order in taken:
-            raise ScorerError(f"scorer {name}: order {order} is taken by {taken[order]}")
+            raise ScorerError(f"{where}: order {order} is taken by {taken[order]}")
         owner = {c.name: s.name for s in _SCORERS.values() for c in s.columns}
         names = [c.name for c in declared]
         clash = [f"{c} ({owner[c]})" for c in names if c in owner] + [c for c in names if names.count(c) > 1]
         if clash:
-            raise ScorerError(f"scorer {name}: column(s) declared elsewhere: {', '.join(dict.fromkeys(clash))}")
+            raise ScorerError(f"{where}: column(s) declared elsewhere: {', '.join(dict.fromkeys(clash))}")
         _SCORERS[name] = Scorer(
             name, order, tuple(declared), fn, per_probe, tuple(needs), settings, findings, scores_errors
         )
