@@ -32,7 +32,18 @@ def _alive(pid: int) -> bool:
         return True
     except (OSError, OverflowError):
         return False
-    return True
+    return not _zombie(pid)
+
+
+def _zombie(pid: int) -> bool:
+    """Whether the process has exited and waits to be reaped (its state Z in /proc): a killed run
+    whose parent has not reaped it yet, or never will (a container whose PID 1 reaps no orphans)."""
+    try:
+        stat = Path(f"/proc/{pid}/stat").read_text()
+    except OSError:  # no /proc (macOS): os.kill's answer stands
+        return False
+    # The state follows the command name, which is in parentheses and may hold spaces or ")".
+    return stat[stat.rfind(")") + 1 :].split()[:1] == ["Z"]
 
 
 def _is_live(owner: dict) -> bool:

@@ -483,6 +483,25 @@ def test_a_folder_another_live_process_writes_is_refused_and_a_dead_ones_lock_ta
     assert not (run_dir / LOCK).exists()
 
 
+def test_a_killed_run_its_parent_has_not_reaped_holds_no_lock():
+    # Killed (SIGKILL), a run is a zombie until its parent reaps it, which in a container whose PID 1
+    # reaps no orphans is never: os.kill(pid, 0) still succeeds on it.
+    from flarebench.bench.runlock import _alive
+
+    proc = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(60)"])
+    try:
+        assert _alive(proc.pid)
+        proc.kill()  # not waited for: a zombie, this test's child
+        stat = Path(f"/proc/{proc.pid}/stat")
+        deadline = time.time() + 10
+        while stat.read_text().rpartition(")")[2].split()[0] != "Z":
+            assert time.time() < deadline, "the killed process never became a zombie"
+            time.sleep(0.01)
+        assert not _alive(proc.pid)
+    finally:
+        proc.wait()
+
+
 @pytest.mark.slow
 def test_the_lock_is_released_on_refusal_and_on_ctrl_c(tmp_path, scripted_lm, monkeypatch):
     run_dir = tmp_path / "run"
