@@ -1010,6 +1010,8 @@ def main(argv: list[str] | None = None) -> int:
     args = _parse(argv)
     gated = bool(getattr(args, "gate", None) or getattr(args, "save_baseline", None))
     hint = resume_hint(gated)
+    if args.func in (_score, _report):  # it runs no probe: nothing to resume
+        hint = "each file it writes is replaced whole, never half-written; run the same command to write them all"
     try:
         with sigterm_interrupts():  # a cancelled CI job stops the run as Ctrl-C does
             if args.func in (_run, _compare, _sweep, _calibrate):
@@ -1024,10 +1026,10 @@ def main(argv: list[str] | None = None) -> int:
         print(f"flarebench: {e}", file=sys.stderr)
         return 2
     except Terminated as e:
-        print(f"flarebench: {e}; {hint}", file=sys.stderr)
+        print(f"flarebench: {e}; {getattr(e, 'stop_note', hint)}", file=sys.stderr)
         return TERMINATED_EXIT
-    except KeyboardInterrupt:
-        print(f"flarebench: interrupted; {hint}", file=sys.stderr)
+    except KeyboardInterrupt as e:
+        print(f"flarebench: interrupted; {getattr(e, 'stop_note', hint)}", file=sys.stderr)
         return 130
     except LMUnavailable as e:  # the LM server went away: the run stopped, resumable
         print(f"flarebench: {e}; {resume_hint(gated, e)}", file=sys.stderr)

@@ -243,7 +243,11 @@ def _bench_session(request: pytest.FixtureRequest):
             session.mark_interrupted()  # run.json must not say "running" for a run that stopped
             raise
         yield session
-        session.write_report()
+        try:
+            session.write_report()
+        except BaseException:  # stopped as it wrote the report: marked (and written again) as any stop
+            session.mark_interrupted()
+            raise
     finally:
         session.close()
 
@@ -373,6 +377,4 @@ def pytest_terminal_summary(terminalreporter, exitstatus: int, config: pytest.Co
     for note in config.stash.get(_GATE_NOTES, []):
         terminalreporter.write_line(note)
     if session.interrupted:  # as `flarebench run` says it
-        from flarebench.bench.runner import resume_hint
-
-        terminalreporter.write_line(f"flarebench: interrupted; {resume_hint(session.gating.active)}")
+        terminalreporter.write_line(f"flarebench: interrupted; {session.stop_note()}")

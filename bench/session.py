@@ -51,7 +51,7 @@ from flarebench.bench.report import (
     write_summary,
 )
 from flarebench.bench.runlock import LOCK, LockHeld, RunLock
-from flarebench.bench.runner import TRACES, TraceError, TraceLog, refusal, run_strategy, warm_up
+from flarebench.bench.runner import TRACES, TraceError, TraceLog, refusal, resume_hint, run_strategy, warm_up
 from flarebench.bench.settings import DEFAULT
 from flarebench.bench.trigger_scores import TRIGGERS_CSV
 from flarebench.probes.load import SHIPPED_DIR, ProbeError, check_format, load_probe_set, shadowed
@@ -259,6 +259,7 @@ class BenchSession:
         self._more_to_come = False  # a calibration's specs are not all known yet (see focus())
         self.warmed: dict | None = None  # what warm_up() evaluated before the first probe
         self.interrupted = False  # set by mark_interrupted(): the entry points say how to resume
+        self.stopped_finished = False  # set with it: every probe had finished when the run was stopped
         # A folder another process is writing is refused now, before the model loads (it is
         # checked again, authoritatively, when the lock is taken).
         self._lock: RunLock | None = None
@@ -712,15 +713,19 @@ class BenchSession:
         """The summary of every spec of this run, from the traces on disk."""
         return self._scored()[1]
 
-    def write_summary(self, status: str | None = None) -> None:
-        """Write the summary files and run.json with the run's ``status``: ``complete`` when every
-        spec ran every selected probe, else ``partial`` (or the ``status`` given: ``interrupted``)."""
-        complete = (
+    @property
+    def finished(self) -> bool:
+        """Whether every spec ran every selected probe (and no calibrated point is still to come)."""
+        return (
             not self._more_to_come
             and bool(self.specs)  # a calibration whose every strategy failed has nothing complete
             and all(spec in self.results and len(self.results[spec]) == len(self.selected) for spec in self.specs)
         )
-        status = status or ("complete" if complete else "partial")
+
+    def write_summary(self, status: str | None = None) -> None:
+        """Write the summary files and run.json with the run's ``status``: ``complete`` when every
+        spec ran every selected probe, else ``partial`` (or the ``status`` given: ``interrupted``)."""
+        status = status or ("complete" if self.finished else "partial")
         write_summary(self.run_dir, self.summary(), self.config, self.study, status, gated=self.gating.active)
         self._write_run_json(self.run_dir, status=status)
 
@@ -731,8 +736,10 @@ class BenchSession:
         the session is closed on every way out."""
         try:
             yield self
-        except BaseException:
+        except BaseException as e:
             self.mark_interrupted()
+            with contextlib.suppress(AttributeError):  # read by the CLI's line for the stop
+                e.stop_note = self.stop_note()
             raise
         finally:
             self.close()
@@ -749,12 +756,23 @@ class BenchSession:
 
     def _mark_interrupted(self) -> None:
         self.interrupted = True
+        # Stopped as it wrote its files, with every probe finished (and every gated spec checked):
+        # the run is complete, and its files are written again whole.
+        self.stopped_finished = self.finished and not self.gating.unchecked
+        status = "complete" if self.stopped_finished else "interrupted"
         with contextlib.suppress(Exception):
-            self.write_summary(status="interrupted")
+            self.write_summary(status=status)
         with contextlib.suppress(Exception):
-            self._write_run_json(self.run_dir, status="interrupted")  # also when the summary failed
+            self._write_run_json(self.run_dir, status=status)  # also when the summary failed
         with contextlib.suppress(Exception):
             self.write_report()
+
+    def stop_note(self) -> str:
+        """What follows "interrupted; " when the run was stopped: how to resume it, or that it had
+        finished (stopped as it wrote its files, which were written again)."""
+        if self.stopped_finished:
+            return f"every probe had finished: {self.run_dir} holds the complete run, its summary and its report"
+        return resume_hint(self.gating.active)
 
     def write_report(self) -> Path:
         """Write report.html for what has run so far; returns its path."""

@@ -152,3 +152,51 @@ def test_signals_in_a_wait_that_swallows_them_are_raised_when_polled(outer_handl
         signal.raise_signal(signal.SIGTERM)
         poll()
     assert received == [signal.SIGTERM]
+
+
+def _stopped_once_while_writing_the_report(monkeypatch) -> list[int]:
+    """report.html's first writing raises KeyboardInterrupt (Ctrl-C as the run writes its files);
+    returns the count of writings."""
+    from flarebench.bench import html
+
+    real, calls = html.write_report, []
+
+    def write_report(*args, **kwargs):
+        calls.append(1)
+        if len(calls) == 1:
+            raise KeyboardInterrupt
+        return real(*args, **kwargs)
+
+    monkeypatch.setattr(html, "write_report", write_report)
+    return calls
+
+
+@pytest.mark.slow
+def test_a_run_stopped_as_it_writes_its_report_after_every_probe_is_complete(
+    tmp_path, monkeypatch, scripted_lm, pytester
+):
+    # All its probes had finished: it is not "interrupted" (nothing to resume); its files are written again.
+    calls = _stopped_once_while_writing_the_report(monkeypatch)
+    run_dir = tmp_path / "run"
+    code, out, err = run_cli("run", "--strategy", "no_retrieval", "--limit", "2", "--report-dir", str(run_dir))
+    assert code == 130 and len(calls) == 2, err
+    assert err.strip().splitlines()[-1] == (
+        f"flarebench: interrupted; every probe had finished: {run_dir} holds the complete run, its summary and "
+        "its report"
+    )
+    assert json.loads((run_dir / "run.json").read_text())["status"] == "complete"
+    assert "Run status" not in (run_dir / "summary.md").read_text() and (run_dir / "report.html").exists()
+    # The same under pytest bench, whose report is written as its session ends.
+    calls.clear()
+    args = ("--strategy", "no_retrieval", "--limit", "2", "--report-dir", str(tmp_path / "bench"))
+    result = pytester.inline_run(str(ROOT / "bench"), "-p", "no:cacheprovider", *args, no_reraise_ctrlc=True)
+    assert len(calls) == 2 and (tmp_path / "bench" / "report.html").exists()
+    assert json.loads((tmp_path / "bench" / "run.json").read_text())["status"] == "complete"
+    assert result.ret == pytest.ExitCode.INTERRUPTED
+    # `report`, which runs no probe, has nothing to resume: its files are each whole.
+    calls.clear()
+    code, out, err = run_cli("report", str(run_dir))
+    assert code == 130 and err.strip().splitlines()[-1] == (
+        "flarebench: interrupted; each file it writes is replaced whole, never half-written; run the same "
+        "command to write them all"
+    )
