@@ -677,7 +677,8 @@ class Gating:
         return lines
 
     def write_verdicts(self, run_dir: Path) -> None:
-        """``gate.json`` in the run folder: the baseline and each gated spec's broken metrics."""
+        """``gate.json`` in the run folder: the baseline, each gated spec's broken metrics, and the
+        gated specs without a verdict yet (not run, or not finished: a stopped run's)."""
         from flarebench.bench.report import write_atomic
 
         info = {
@@ -685,6 +686,7 @@ class Gating:
             "config_difference": self.difference,
             "passed": {spec: not lines for spec, lines in self.verdicts.items()},
             "broken": {spec: lines for spec, lines in self.verdicts.items() if lines},
+            "unchecked": self.unchecked,
         }
         write_atomic(Path(run_dir) / GATE_JSON, json.dumps(info, indent=2) + "\n")
 

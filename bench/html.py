@@ -310,6 +310,8 @@ def _gate(verdicts: dict | None) -> str:
         else:
             broken = "".join(f"<li>{e(str(line))}</li>" for line in (verdicts.get("broken") or {}).get(spec, []))
             items.append(f"<li><code>{e(str(spec))}</code>: <b>broke the gate</b><ul>{broken}</ul></li>")
+    for spec in verdicts.get("unchecked") or []:  # a stopped run's: no verdict is no pass
+        items.append(f"<li><code>{e(str(spec))}</code>: <b>not checked</b> (it did not run or did not finish)</li>")
     across = verdicts.get("config_difference")
     note = f" (across configurations; first difference: {e(str(across))})" if across else ""
     return (

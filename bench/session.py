@@ -764,6 +764,9 @@ class BenchSession:
             self.write_summary(status=status)
         with contextlib.suppress(Exception):
             self._write_run_json(self.run_dir, status=status)  # also when the summary failed
+        if self.gating.baseline is not None:  # gate.json names the gated specs left unchecked
+            with contextlib.suppress(Exception):
+                self.gating.write_verdicts(self.run_dir)
         with contextlib.suppress(Exception):
             self.write_report()
 

@@ -939,3 +939,7 @@ def test_ctrl_c_under_a_gated_pytest_bench_says_what_was_not_checked_and_how_to_
         "flarebench: interrupted; finished probes are kept, but a gated run is measured in one fresh run: "
         "run the same command with --overwrite, or with another --report-dir"
     ) in out
+    # gate.json, which a CI step may read instead of the exit status, names it too: no verdict is no pass.
+    verdicts = json.loads((tmp_path / "r" / "gate.json").read_text())
+    assert verdicts["passed"] == {} and verdicts["unchecked"] == ["single_time"]
+    assert "<code>single_time</code>: <b>not checked</b>" in (tmp_path / "r" / "report.html").read_text()
