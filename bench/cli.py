@@ -60,7 +60,7 @@ def _run(args: argparse.Namespace, study: dict | None = None) -> int:
             try:
                 traces = session.run(spec)
             except StrategyRefused as e:
-                print(f"flarebench: {e}", file=sys.stderr)
+                _say(str(e))
                 failed.append(spec)
                 continue
             if any(t.error for t in traces):
@@ -218,7 +218,7 @@ def _calibrated(args: argparse.Namespace, plans: dict, goal, kind: str, extra: d
             try:
                 cal = calibrate(spec, knob, goal, lambda s: session.measure(s, dev, f"dev {s}", cold=goal.timed))
             except CalibrationError as e:
-                print(f"flarebench: {e}", file=sys.stderr)
+                _say(str(e))
                 failed.append(spec)
                 continue
             results.append(cal)
@@ -1006,6 +1006,13 @@ def _parse(argv: list[str] | None) -> argparse.Namespace:
     return args
 
 
+def _say(message: str) -> None:
+    """The one line a command ends with, on stderr; a key an endpoint's error quoted is redacted."""
+    from flarebench.strategies.http_client import redact_secrets
+
+    print(f"flarebench: {redact_secrets(message)}", file=sys.stderr)
+
+
 def main(argv: list[str] | None = None) -> int:
     args = _parse(argv)
     gated = bool(getattr(args, "gate", None) or getattr(args, "save_baseline", None))
@@ -1023,16 +1030,16 @@ def main(argv: list[str] | None = None) -> int:
             sys.stdout.flush()  # inside the try: a reader gone away (`| head`) surfaces here, not at exit
         return code
     except (UserError, WriteError) as e:  # a result that cannot be written is left as it was
-        print(f"flarebench: {e}", file=sys.stderr)
+        _say(str(e))
         return 2
     except Terminated as e:
-        print(f"flarebench: {e}; {getattr(e, 'stop_note', hint)}", file=sys.stderr)
+        _say(f"{e}; {getattr(e, 'stop_note', hint)}")
         return TERMINATED_EXIT
     except KeyboardInterrupt as e:
-        print(f"flarebench: interrupted; {getattr(e, 'stop_note', hint)}", file=sys.stderr)
+        _say(f"interrupted; {getattr(e, 'stop_note', hint)}")
         return 130
     except LMUnavailable as e:  # the LM server went away: the run stopped, resumable
-        print(f"flarebench: {e}; {resume_hint(gated, e)}", file=sys.stderr)
+        _say(f"{e}; {resume_hint(gated, e)}")
         return 3
     except BrokenPipeError:  # the reader went away (`| head`): not the user's mistake, no traceback
         os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())

@@ -193,6 +193,7 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
 def _stop_if_lm_unreachable(config: pytest.Config):
     """An LM server that cannot be reached stops the pytest session with one line, no traceback."""
     from flarebench.bench.runner import resume_hint
+    from flarebench.strategies.http_client import redact_secrets
     from flarebench.strategies.lm import LMUnavailable
 
     try:
@@ -200,7 +201,7 @@ def _stop_if_lm_unreachable(config: pytest.Config):
     except LMUnavailable as e:
         opts = config.stash[_OPTIONS]
         hint = resume_hint(bool(opts.get("gate") or opts.get("save_baseline")), e)
-        pytest.exit(f"flarebench: {e}; {hint}", returncode=pytest.ExitCode.TESTS_FAILED)
+        pytest.exit(redact_secrets(f"flarebench: {e}; {hint}"), returncode=pytest.ExitCode.TESTS_FAILED)
 
 
 @pytest.fixture(scope="session")
@@ -227,8 +228,9 @@ def _bench_session(request: pytest.FixtureRequest):
         # A bad option or file found once the session starts is a usage error, as one found earlier;
         # a value from the config file is named by its file, line and key.
         from flarebench.bench.settings import locate
+        from flarebench.strategies.http_client import redact_secrets
 
-        message = f"flarebench: {locate(str(e), request.config.stash[_SOURCES], e.option)}"
+        message = redact_secrets(f"flarebench: {locate(str(e), request.config.stash[_SOURCES], e.option)}")
         # Only pytest.exit leaves a fixture; pytest_runtestloop turns it into the usage error.
         request.config.stash[_USAGE] = message
         pytest.exit(message, returncode=pytest.ExitCode.USAGE_ERROR)

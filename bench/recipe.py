@@ -66,7 +66,12 @@ class BackendRecipe:
         LMError in one line; an unreachable endpoint raises LMUnavailable. ``progress`` shows the
         corpus's embedding run; ``lm_weights=False`` defers an in-process model's weights to its
         first call (see :class:`~flarebench.strategies.llamacpp.LlamaCppLM`)."""
+        from flarebench.strategies.http_client import key_variable
+
         plugins.load_all(self.plugins)
+        # In every process that builds backends (a Ray worker too): their errors never show these keys.
+        key_variable(self.lm_api_key_env)
+        key_variable(self.embed_api_key_env)
         self.check()
         lm = make_lm(
             self.lm, self.lm_base_url, self.lm_api_key_env, self.lm_timeout, self.lm_retries, self.lm_threads,

@@ -207,12 +207,23 @@ def redact_urls(text: str) -> str:
     return PARAM.sub(lambda m: f"{m[1]}{m[2]}={REDACTED}" if m[3] and _secret_name(m[2]) else m[0], text)
 
 
+#: Variables named as holding a key (``--lm-api-key-env``, ``--embed-api-key-env``), whatever their name.
+_KEY_VARIABLES: set[str] = set()
+
+
+def key_variable(name: str | None) -> None:
+    """Count the environment variable ``name`` (an ``--lm-api-key-env``'s) as holding a key, which
+    :func:`redact_secrets` then redacts even when its name does not look like one (``MYEMB``)."""
+    if name:
+        _KEY_VARIABLES.add(name)
+
+
 def redact_secrets(text: str) -> str:
     """:func:`redact_urls`, and the value of every environment variable with a key-like name
-    (``OPENAI_API_KEY``, ``JUDGE_API_KEY``, the variable an ``--lm-api-key-env`` names) wherever it
+    (``OPENAI_API_KEY``, ``JUDGE_API_KEY``) or named as a key's (:func:`key_variable`) wherever it
     appears: an error a backend or a plugin raised may quote the key it was given."""
     for name, value in os.environ.items():
-        if len(value) >= MIN_ENV_SECRET and SECRET_PARAM.search(name):
+        if len(value) >= MIN_ENV_SECRET and (SECRET_PARAM.search(name) or name in _KEY_VARIABLES):
             text = text.replace(value, REDACTED)
     return redact_urls(text)
 

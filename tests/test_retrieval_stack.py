@@ -314,3 +314,38 @@ def test_a_hybrid_weight_that_is_not_finite_is_refused_in_a_line(scripted_lm, em
     )
     assert code == 2 and err == f"{message}\n"
     assert not (tmp_path / "r").exists()  # so no run.json holds NaN or Infinity
+
+
+class _KeyQuotingHandler(JSONHandler):
+    """Embeds as :class:`_EmbedHandler` does, but answers 401 quoting the Authorization header it
+    got (as OpenAI's reply quotes a wrong key) for the model ``reject``, and for a question (a
+    query embedded mid-run) of any model."""
+
+    def do_POST(self):  # noqa: N802 (http.server's name)
+        body = self.json_body()
+        if body["model"] == "reject" or any(t.rstrip().endswith("?") for t in body["input"]):
+            quoted = f"Incorrect API key provided: {self.headers.get('Authorization')}"
+            return self.send_json(401, {"error": {"message": quoted}})
+        self.send_json(
+            200, {"data": [{"index": i, "embedding": [len(t), 1.0, 2.0]} for i, t in enumerate(body["input"])]}
+        )
+
+
+def test_an_embeddings_key_in_a_variable_of_any_name_never_reaches_a_line_or_a_file(scripted_lm, tmp_path, monkeypatch):
+    # --embed-api-key-env names the key's variable, whatever its name: an endpoint's error quoting
+    # the key is redacted at start (the command's one line) and mid-run (each probe's error).
+    from tests.console import files_holding
+    from tests.scripted import run_cli
+
+    secret = "sk-flarebench-embed-4f1c9e"
+    monkeypatch.setenv("MYEMB", secret)
+    with http_service(_KeyQuotingHandler) as base:
+        options = ["--strategy", "single_time", "--limit", "2", "--retriever", "dense",
+                   "--embed-base-url", f"{base}/v1", "--embed-api-key-env", "MYEMB"]  # fmt: skip
+        code, out, err = run_cli("run", *options, "--embed", "openai:reject", "--report-dir", str(tmp_path / "start"))
+        assert code == 2 and "Incorrect API key provided: Bearer ***" in err and secret not in out + err, err
+        run_dir = tmp_path / "run"
+        code, out, err = run_cli("run", *options, "--embed", "openai:m", "--report-dir", str(run_dir))
+    errors = [json.loads(line)["error"] for line in (run_dir / "traces.jsonl").read_text().splitlines()]
+    assert code == 1 and all("Bearer ***" in e for e in errors), errors
+    assert files_holding(run_dir, secret) == [] and secret not in out + err
