@@ -32,14 +32,17 @@ GATED_RESUME_HINT = (
 
 
 #: The same when the LM was unreachable before any probe ran: nothing to keep or resume.
-UNREACHED_HINT = "no probe has run: check the LM's address (--lm-base-url) and that its server is up"
+UNREACHED_HINT = "no probe has run: check {whose} address ({address}) and that its server is up"
+#: Whose address each option holds, as the hint names it.
+_WHOSE = {"--lm-base-url": "the LM's", "--embed-base-url": "the embeddings endpoint's"}
 
 
 def resume_hint(gated: bool, error: BaseException | None = None) -> str:
     """What to tell a user whose run stopped (on ``error``): how to finish it, or, when the LM was
     unreachable before the run began (``error.before_run``, set by the session), what to check."""
     if getattr(error, "before_run", False):
-        return UNREACHED_HINT
+        address = getattr(error, "address", "--lm-base-url")
+        return UNREACHED_HINT.format(whose=_WHOSE.get(address, "the server's"), address=address)
     return GATED_RESUME_HINT if gated else RESUME_HINT
 
 

@@ -13,7 +13,10 @@ import os
 
 import numpy as np
 
-from flarebench.strategies.lm import DEFAULT_MAX_RETRIES, DEFAULT_TIMEOUT, LMError, LMUnavailable
+from flarebench.strategies.lm import DEFAULT_MAX_RETRIES, DEFAULT_TIMEOUT, UNAVAILABLE_STATUS, LMError, LMUnavailable
+
+#: The option that names the embeddings server, said when it cannot be reached.
+ADDRESS = "--embed-base-url"
 
 EMBED_SPECS = "openai:MODEL"
 #: A fixed text embedded once at start: its vector identifies the model that serves the name (a local
@@ -56,11 +59,12 @@ class OpenAIEmbedder:
                 model=self.model, input=texts, encoding_format="float"
             )
         except (openai.APIConnectionError, openai.APITimeoutError, openai.RateLimitError) as e:
-            raise LMUnavailable(f"--embed {self.name}: {self.base_url} cannot be reached: {e}") from None
+            raise LMUnavailable(f"--embed {self.name}: {self.base_url} cannot be reached: {e}", ADDRESS) from None
         except openai.APIStatusError as e:
-            raise LMError(
-                f"--embed {self.name}: {self.base_url}/embeddings answered {e.status_code}: {e.message}"
-            ) from None
+            message = f"--embed {self.name}: {self.base_url}/embeddings answered {e.status_code}: {e.message}"
+            if e.status_code in UNAVAILABLE_STATUS:  # overloaded or down after the retries, as an LM server
+                raise LMUnavailable(message, ADDRESS) from None
+            raise LMError(message) from None
         from flarebench.strategies.openai_lm import _short
 
         try:

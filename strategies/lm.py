@@ -120,7 +120,12 @@ class LMError(RuntimeError):
 
 class LMUnavailable(LMError):
     """The LM cannot be reached at all (its server is down, refuses connections or keeps timing
-    out after the retries): the run stops instead of recording an error for every probe left."""
+    out after the retries): the run stops instead of recording an error for every probe left.
+    ``address`` is the option that names the server (another endpoint's, such as --embed-base-url)."""
+
+    def __init__(self, message: str, address: str = "--lm-base-url"):
+        super().__init__(message)
+        self.address = address
 
 
 class LM(ABC):

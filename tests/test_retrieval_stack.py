@@ -319,10 +319,12 @@ def test_a_hybrid_weight_that_is_not_finite_is_refused_in_a_line(scripted_lm, em
 class _KeyQuotingHandler(JSONHandler):
     """Embeds as :class:`_EmbedHandler` does, but answers 401 quoting the Authorization header it
     got (as OpenAI's reply quotes a wrong key) for the model ``reject``, and for a question (a
-    query embedded mid-run) of any model."""
+    query embedded mid-run) of any model; 503 (overloaded) for the model ``busy``."""
 
     def do_POST(self):  # noqa: N802 (http.server's name)
         body = self.json_body()
+        if body["model"] == "busy":
+            return self.send_json(503, {"error": {"message": "overloaded"}})
         if body["model"] == "reject" or any(t.rstrip().endswith("?") for t in body["input"]):
             quoted = f"Incorrect API key provided: {self.headers.get('Authorization')}"
             return self.send_json(401, {"error": {"message": quoted}})
@@ -349,3 +351,20 @@ def test_an_embeddings_key_in_a_variable_of_any_name_never_reaches_a_line_or_a_f
     errors = [json.loads(line)["error"] for line in (run_dir / "traces.jsonl").read_text().splitlines()]
     assert code == 1 and all("Bearer ***" in e for e in errors), errors
     assert files_holding(run_dir, secret) == [] and secret not in out + err
+
+
+def test_an_embeddings_endpoint_overloaded_or_down_stops_the_run_naming_its_option():
+    # As an LM server's: 429/502/503/504 after the retries, or no connection, stops the run
+    # (resumable), where any other answer is the probe's error; before any probe ran, the line
+    # says which address to check.
+    from flarebench.bench.runner import resume_hint
+    from flarebench.strategies.embeddings import OpenAIEmbedder
+    from flarebench.strategies.lm import LMUnavailable
+
+    with http_service(_KeyQuotingHandler) as base, pytest.raises(LMUnavailable) as e:
+        OpenAIEmbedder("busy", base_url=f"{base}/v1", max_retries=0)
+    assert "answered 503" in str(e.value) and e.value.address == "--embed-base-url"
+    e.value.before_run = True
+    assert resume_hint(False, e.value) == (
+        "no probe has run: check the embeddings endpoint's address (--embed-base-url) and that its server is up"
+    )
