@@ -305,6 +305,8 @@ def retriever_params(spec: str) -> dict[str, float | int]:
         key, eq, raw = pair.partition("=")
         if not eq or key not in known:
             raise ValueError(f"--retriever {spec}: {pair!r} is not KEY=VALUE with KEY one of {', '.join(known)}")
+        if key in params:
+            raise ValueError(f"--retriever {spec}: {key} is given twice")
         article = "an" if known[key] is int else "a"
         try:
             params[key] = known[key](raw)
@@ -316,6 +318,12 @@ def retriever_params(spec: str) -> dict[str, float | int]:
         # and Infinity, which strict JSON readers refuse (as strategies/registry.py refuses them).
         if not math.isfinite(params[key]):
             raise ValueError(f"--retriever {spec}: {key} must be a finite number, got {raw!r}")
+        # Checked here, before the corpus is embedded (minutes, or money, on a large one).
+        least = 1 if known[key] is int else 0
+        if params[key] < least:
+            raise ValueError(f"--retriever {spec}: {key} must be >= {least}, got {raw}")
+    if name == "hybrid" and params.get("bm25_weight", 1.0) == params.get("dense_weight", 1.0) == 0:
+        raise ValueError(f"--retriever {spec}: bm25_weight and dense_weight are both 0, which ranks nothing")
     return params
 
 

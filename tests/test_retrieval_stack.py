@@ -197,6 +197,12 @@ def test_bad_retrieval_options_are_one_line_before_the_run(scripted_lm, tmp_path
         ({"retriever": "bogus"}, "unknown retriever spec 'bogus'"),
         ({"retriever": "hybrid:rrf_k=abc"}, "rrf_k must be a float, got 'abc'"),
         ({"retriever": "hybrid:bm25_weight=nan"}, "bm25_weight must be a finite number, got 'nan'"),
+        # Out of range, before the corpus is embedded (minutes, or a bill, on a large one).
+        ({"retriever": "hybrid:bm25_weight=-1"}, "--retriever hybrid:bm25_weight=-1: bm25_weight must be >= 0, got -1"),
+        ({"retriever": "hybrid:depth=0"}, "depth must be >= 1, got 0"),
+        ({"retriever": "dense:batch=0"}, "--retriever dense:batch=0: batch must be >= 1, got 0"),
+        ({"retriever": "hybrid:bm25_weight=0,dense_weight=0"}, "are both 0, which ranks nothing"),
+        ({"retriever": "hybrid:depth=10,depth=20"}, "--retriever hybrid:depth=10,depth=20: depth is given twice"),
         ({"rerank": "bogus"}, "unknown --rerank spec 'bogus'"),
         ({"rerank": "lm", "rerank_depth": -5}, "--rerank-depth must be >= 1, got -5"),
         ({"retriever_retries": 1}, "--retriever-retries only applies to --retriever http:URL, not bm25s"),
