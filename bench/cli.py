@@ -574,8 +574,10 @@ def _judge(args: argparse.Namespace, info: dict):
                 "judge's URL again (--judge-base-url or $JUDGE_BASE_URL), or --judge none for the offline score"
             )
         base_url = None
+    # A judge reused from run.json keeps its JSON mode (a small local judge needs json_schema).
+    json_mode = recorded.get("json_mode") if args.judge is None else None
     try:
-        return parse_judge(spec, base_url)
+        return parse_judge(spec, base_url, json_mode=json_mode)
     except JudgeError as e:
         raise UserError(f"faithfulness: {e}") from None
 

@@ -173,6 +173,18 @@ class JudgeError(RuntimeError):
     """The judge cannot be configured or reached (never a parse failure: those are counted)."""
 
 
+class OffSchema(ValueError):
+    """A judge reply that parsed but breaks the verdict format (a verdict other than 0 or 1, or not
+    one per statement): a parse failure, counted as one, never a score."""
+
+
+#: The key a local judge endpoint given without one is sent (the openai client needs some key).
+NO_KEY = "no-key"
+#: How long one judge request may take (the LM's default; a judge that never answers stops the
+#: scoring after this, not after the client's ten minutes).
+JUDGE_TIMEOUT = 300.0
+
+
 @dataclass(frozen=True)
 class Judge:
     """A judge LM behind an OpenAI-compatible endpoint (``--judge openai:MODEL``)."""
@@ -199,7 +211,7 @@ class Judge:
             "spec": self.spec or f"openai:{self.model}",
             "model": self.model,
             "base_url": redact_url(self.base_url) if self.base_url else self.base_url,
-            "api_key_set": bool(self.api_key),
+            "api_key_set": bool(self.api_key) and self.api_key != NO_KEY,
             "max_tokens": self.max_tokens,
             "max_retries": self.max_retries,
             "json_mode": self.json_mode,
@@ -224,14 +236,16 @@ def _dist_version(name: str) -> str | None:
         return None
 
 
-def parse_judge(spec: str | None, base_url: str | None = None, env: Mapping[str, str] | None = None) -> Judge | None:
+def parse_judge(
+    spec: str | None, base_url: str | None = None, env: Mapping[str, str] | None = None, json_mode: str | None = None
+) -> Judge | None:
     """``--judge`` / ``--judge-base-url`` into a :class:`Judge` (None when no judge is asked for).
 
     ``spec`` is ``openai:MODEL``, or ``none`` (no judge: the offline score). The base URL is
     ``base_url``, else ``$JUDGE_BASE_URL``, else the openai client's own (``$OPENAI_BASE_URL`` or
     api.openai.com). The key is ``$JUDGE_API_KEY``, else ``$OPENAI_API_KEY``; a local endpoint given
     without any key gets the placeholder ``no-key``. ``$JUDGE_JSON_MODE`` (``json``, the default, or
-    ``json_schema``) sets :attr:`Judge.json_mode`.
+    ``json_schema``) sets :attr:`Judge.json_mode`, else ``json_mode`` (a recorded judge's own).
     """
     if spec == "":
         raise JudgeError("--judge is empty: give openai:MODEL, or none for the offline lexical-slots score")
@@ -243,7 +257,7 @@ def parse_judge(spec: str | None, base_url: str | None = None, env: Mapping[str,
     kind, _, model = spec.partition(":")
     if kind != "openai" or not model.strip():
         raise JudgeError(f"unknown judge spec {spec!r}; expected openai:MODEL (any OpenAI-compatible endpoint)")
-    json_mode = env.get("JUDGE_JSON_MODE") or "json"
+    json_mode = env.get("JUDGE_JSON_MODE") or json_mode or "json"
     if json_mode not in JSON_MODES:
         raise JudgeError(f"JUDGE_JSON_MODE={json_mode!r}; expected one of {', '.join(JSON_MODES)}")
     url = base_url or env.get("JUDGE_BASE_URL") or env.get("OPENAI_BASE_URL") or None
@@ -257,7 +271,7 @@ def parse_judge(spec: str | None, base_url: str | None = None, env: Mapping[str,
                 f"judge {spec}: no API key; set JUDGE_API_KEY (or OPENAI_API_KEY), or give --judge-base-url "
                 "for a local endpoint that needs none"
             )
-        key = "no-key"
+        key = NO_KEY
     return Judge(model=model.strip(), base_url=url, api_key=key, spec=spec, json_mode=json_mode)
 
 
@@ -311,7 +325,7 @@ def _is_parse_failure(exc: BaseException) -> bool:
         mod = type(e).__module__ or ""
         if mod.startswith("openai") and type(e).__name__ not in ("LengthFinishReasonError",):
             return False  # transport or HTTP status errors
-        if isinstance(e, (pydantic.ValidationError, json.JSONDecodeError)):
+        if isinstance(e, (pydantic.ValidationError, json.JSONDecodeError, OffSchema)):
             return True
         # InstructorRetryException wraps the last error (instructor 1.12 through tenacity's
         # RetryError): look all the way inside before deciding.
@@ -328,7 +342,7 @@ class _RagasScorer:
         from openai import AsyncOpenAI
 
         self.judge = judge
-        self.client = AsyncOpenAI(base_url=judge.base_url, api_key=judge.api_key, max_retries=1, timeout=600)
+        self.client = AsyncOpenAI(base_url=judge.base_url, api_key=judge.api_key, max_retries=1, timeout=JUDGE_TIMEOUT)
         extra = {} if judge.max_retries is None else {"max_retries": judge.max_retries}
         if judge.json_mode == "json_schema":
             import instructor
@@ -360,8 +374,17 @@ class _RagasScorer:
                 return self._seen(await self.llm.agenerate(prompt, response_model))
 
             def _seen(self, result):
-                if hasattr(result, "statements"):
-                    self.statements = len(result.statements)
+                items = getattr(result, "statements", None)
+                if items is None:
+                    return result
+                if self.statements is None:  # the first reply: the answer's statements
+                    self.statements = len(items)
+                    return result
+                # The second: a verdict per statement, 0 or 1. ragas would average whatever came back
+                # (a verdict of -1 counted as supported, three made-up statements in the mean).
+                verdicts = [getattr(item, "verdict", None) for item in items]
+                if len(verdicts) != self.statements or any(v not in (0, 1) for v in verdicts):
+                    raise OffSchema(f"{len(verdicts)} verdicts {verdicts} for {self.statements} statements")
                 return result
 
             def __getattr__(self, name):  # attributes ragas may read (model, provider, ...)
@@ -384,7 +407,8 @@ class _RagasScorer:
             if _is_parse_failure(e):
                 return None, self.llm.statements or 0, 1
             who = self.judge.spec or self.judge.model
-            raise JudgeError(self.judge.redact(f"judge {who}: {type(e).__name__}: {e}")) from None
+            at = f" at {redact_url(self.judge.base_url)}" if self.judge.base_url else ""
+            raise JudgeError(self.judge.redact(f"judge {who}{at}: {type(e).__name__}: {e}")) from None
         value = getattr(result, "value", result)
         if value is None or (isinstance(value, float) and math.isnan(value)):
             return None, self.llm.statements or 0, 0

@@ -254,7 +254,8 @@ def test_parse_judge():
         env={"JUDGE_BASE_URL": "http://env/v1", "JUDGE_API_KEY": "k1", "OPENAI_API_KEY": "k2"},
     )
     assert (j.base_url, j.api_key) == ("http://flag/v1", "k1")
-    assert parse_judge("openai:m", "http://127.0.0.1:8000/v1", env={}).api_key == "no-key"
+    local = parse_judge("openai:m", "http://127.0.0.1:8000/v1", env={})
+    assert local.api_key == "no-key" and local.describe()["api_key_set"] is False  # a placeholder is no key
     with pytest.raises(JudgeError, match=r"^--judge-base-url: http://h/v1\?token=\*\*\*: a query string"):
         parse_judge("openai:m", "http://h/v1?token=abc", env={})
     with pytest.raises(JudgeError, match=r"^\$JUDGE_BASE_URL: 'h:80' is not an http:// or https:// URL$"):
@@ -262,6 +263,12 @@ def test_parse_judge():
     with pytest.raises(JudgeError, match="no API key"):
         parse_judge("openai:m", env={})
     assert parse_judge("openai:m", "http://h/v1", env={"JUDGE_JSON_MODE": "json_schema"}).json_mode == "json_schema"
+    # A judge reused from run.json keeps its recorded mode; $JUDGE_JSON_MODE still sets another.
+    assert parse_judge("openai:m", "http://h/v1", env={}, json_mode="json_schema").json_mode == "json_schema"
+    assert (
+        parse_judge("openai:m", "http://h/v1", env={"JUDGE_JSON_MODE": "json"}, json_mode="json_schema").json_mode
+        == "json"
+    )
     with pytest.raises(JudgeError, match="JUDGE_JSON_MODE"):
         parse_judge("openai:m", "http://h/v1", env={"JUDGE_JSON_MODE": "yaml"})
     for bad in ("gpt-4o", "anthropic:claude", "openai:"):
@@ -325,7 +332,9 @@ def test_an_error_is_sorted_by_what_instructors_retry_wraps():
 class _FakeJudge:
     """A minimal OpenAI-compatible /v1/chat/completions endpoint with scripted replies, to pin down
     the accounting of the ragas path without a model: ``mode`` "good" answers in the requested
-    shape (statement 1 supported, the others not), "garbage" answers with text that is not JSON."""
+    shape (statement 1 supported, the others not), "garbage" answers with text that is not JSON;
+    the others parse but break the verdict format: "minus" gives verdicts of -1, "extra" a verdict
+    for a statement it made up, "short" one verdict for two statements, "empty" none."""
 
     def __init__(self, mode: str):
         import http.server
@@ -345,11 +354,12 @@ class _FakeJudge:
                 if judge.mode == "garbage":
                     content = "I think it is fine."
                 elif "verdict" in prompt:  # ragas's NLI step: one verdict per statement
+                    judged = {"extra": ["s1", "s2", "s3"], "short": ["s1"], "empty": []}.get(judge.mode, ["s1", "s2"])
+                    verdict = (lambda i: -1) if judge.mode == "minus" else (lambda i: int(i != 1))
                     content = json.dumps(
                         {
                             "statements": [
-                                {"statement": st, "reason": "r", "verdict": int(i == 0)}
-                                for i, st in enumerate(["s1", "s2"])
+                                {"statement": st, "reason": "r", "verdict": verdict(i)} for i, st in enumerate(judged)
                             ]
                         }
                     )
@@ -382,7 +392,7 @@ class _FakeJudge:
 
 
 @pytest.mark.slow  # ragas's first import and its client: about 2 s, more with the newest releases
-@pytest.mark.parametrize("mode", ["good", "garbage"])
+@pytest.mark.parametrize("mode", ["good", "garbage", "minus", "extra", "short", "empty"])
 def test_ragas_path_accounting_with_a_scripted_endpoint(mode, monkeypatch):
     _needs_ragas()
     fake = _FakeJudge(mode)
@@ -407,7 +417,7 @@ def test_ragas_path_accounting_with_a_scripted_endpoint(mode, monkeypatch):
     assert row["faithfulness_method"] == "ragas-faithfulness:openai:fake"
     if mode == "good":
         assert row == {"faithfulness": 0.5, "faithfulness_method": j.method, "judge_parse_failures": 0, "claims": 2}
-    else:
+    else:  # a reply off the format is a parse failure, never a score (ragas would average what came)
         assert row["faithfulness"] is None and row["judge_parse_failures"] == 1
         assert summarize_faithfulness(rows)["single_time"]["judge_parse_failures"] == 1
     assert fake.auth and all(a == f"Bearer {SECRET}" for a in fake.auth)  # the key goes to the endpoint only
