@@ -86,7 +86,7 @@ def _run(args: argparse.Namespace, study: dict | None = None) -> int:
             return 1
     if failed:
         print(f"flarebench: failed: {', '.join(failed)}", file=sys.stderr)
-    return 1 if failed else 0
+    return 1 if failed or session.judge_failure else 0  # a metric asked for is missing (closing_lines says)
 
 
 def _compare(args: argparse.Namespace) -> int:

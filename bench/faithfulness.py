@@ -115,6 +115,11 @@ NO_CLAIMS = "n/a: no claims"
 ERROR = "n/a: error"
 UNREPORTED = "n/a: retrievals not reported"
 FOREIGN_DOCS = "n/a: doc ids not in the corpus"
+#: Answers a run did not get judged: the judge failed (a run goes on without it), or the run was
+#: stopped (Ctrl-C waits for no judge); `flarebench score RUN_DIR` judges them.
+NOT_JUDGED = "n/a: not judged"
+JUDGE_FAILED = f"{NOT_JUDGED} (the judge failed)"
+RUN_STOPPED = f"{NOT_JUDGED} (the run was stopped)"
 
 # --------------------------------------------------------------------------------------------
 # Claims
@@ -467,6 +472,11 @@ def _lexical_row(trace: Trace, contexts: list[str]) -> dict[str, Any]:
         return _row(None, NO_CLAIMS)
     supported = sum(claim_supported(c, contexts) for c in claims)
     return _row(supported / len(claims), LEXICAL_METHOD, 0, len(claims))
+
+
+def not_judged(traces: Iterable[Trace], why: str) -> dict[tuple[str, str], dict[str, Any]]:
+    """Rows for answers left unjudged (``why``: :data:`JUDGE_FAILED` or :data:`RUN_STOPPED`)."""
+    return {(t.strategy, t.probe_id): _row(None, why) for t in traces}
 
 
 def faithfulness_rows(

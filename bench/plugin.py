@@ -354,6 +354,8 @@ def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
     if bench is None:
         return
     gating, notes = bench.gating, []
+    if bench.judge_failure and session.exitstatus == 0:  # faithfulness was asked for and is missing
+        session.exitstatus = pytest.ExitCode.TESTS_FAILED
     if gating.baseline is not None and gating.unchecked and session.exitstatus == 0:
         # A gate that checked less than it was asked to (its tests deselected with -k) passed nothing.
         notes.append(

@@ -254,6 +254,7 @@ class BenchSession:
         except JudgeError as e:
             raise ConfigError(str(e), option="--judge") from None
         self._faithfulness: dict = {}  # (strategy, probe id) -> row, scored once per trace
+        self.judge_failure: str | None = None  # the judge's error, when it failed: its answers are unjudged
         self._scored_at: tuple[int, list[Trace], Any] | None = None  # see _scored()
         self._dev: tuple | None = None  # calibration's dev-run backends (see measure())
         self._more_to_come = False  # a calibration's specs are not all known yet (see focus())
@@ -692,11 +693,9 @@ class BenchSession:
         specs = set(self.specs)
         traces = [t for t in self.log.read() if t.strategy in specs and t.probe_id in wanted]
         probes = {p.id: p for p in self.selected}
-        from flarebench.bench.faithfulness import faithfulness_rows
-
         new = [t for t in traces if (t.strategy, t.probe_id) not in self._faithfulness]
         if new:
-            self._faithfulness.update(faithfulness_rows(new, self.probe_set.docs_by_id, self.judge_backend))
+            self._faithfulness.update(self._faithfulness_of(new))
         summary = summary_frame(
             traces,
             probes,
@@ -708,6 +707,19 @@ class BenchSession:
         )
         self._scored_at = (size, traces, summary)
         return traces, summary
+
+    def _faithfulness_of(self, traces: list[Trace]) -> dict:
+        """The faithfulness rows of new traces. A judge that fails (down, timing out) is said once
+        and the run goes on with these answers unjudged; a stopped run waits for no judge."""
+        from flarebench.bench.faithfulness import JUDGE_FAILED, RUN_STOPPED, JudgeError, faithfulness_rows, not_judged
+
+        if self.judge_backend is not None and (self.judge_failure or self.interrupted):
+            return not_judged(traces, JUDGE_FAILED if self.judge_failure else RUN_STOPPED)
+        try:
+            return faithfulness_rows(traces, self.probe_set.docs_by_id, self.judge_backend)
+        except JudgeError as e:
+            self.judge_failure = str(e)
+            return not_judged(traces, JUDGE_FAILED)
 
     def summary(self):
         """The summary of every spec of this run, from the traces on disk."""
@@ -797,6 +809,11 @@ class BenchSession:
             lines[1:1] = filter(None, [absent_reference(self.summary(), self.reference)])
         if self.report_path is not None:
             lines.append(f"report: {self.report_path}")
+        if self.judge_failure:
+            lines.append(
+                f"flarebench: faithfulness not judged: {self.judge_failure}; the answers are kept: flarebench score "
+                f"{self.run_dir} judges them (--judge none: the offline method)"
+            )
         gating = self.gating
         if gating.baseline is not None:
             if gating.difference:

@@ -10,6 +10,7 @@ import importlib.util
 import json
 import os
 import time
+from pathlib import Path
 
 import pytest
 
@@ -29,6 +30,10 @@ from flarebench.bench.faithfulness import (
 from flarebench.bench.support import claim_supported, content_tokens
 from flarebench.strategies.records import FIRST_HOP, LOW_CONFIDENCE, Retrieval, Step, Trace
 from tests import servers
+
+pytest_plugins = ["pytester"]
+
+ROOT = Path(__file__).resolve().parents[1]
 
 AIDA = (
     "# Aida Wang\n\n## Family\nThe mother of Aida Wang is Shelli Beltran.\nThe father of Aida Wang is "
@@ -422,6 +427,59 @@ def test_ragas_path_accounting_with_a_scripted_endpoint(mode, monkeypatch):
         assert summarize_faithfulness(rows)["single_time"]["judge_parse_failures"] == 1
     assert fake.auth and all(a == f"Bearer {SECRET}" for a in fake.auth)  # the key goes to the endpoint only
     assert SECRET not in json.dumps([list(rows.values()), summarize_faithfulness(rows), j.describe()])
+
+
+@pytest.mark.slow
+def test_a_run_whose_judge_fails_answers_every_probe_and_says_faithfulness_is_not_judged(
+    tmp_path, scripted_lm, pytester
+):
+    # The judge is a scoring matter: its outage costs the run its faithfulness, not its answers, its
+    # summary or its report; `flarebench score` judges the answers later.
+    _needs_ragas()
+    from tests.scripted import run_cli
+
+    run_dir, port = tmp_path / "run", servers.free_port()  # nothing listens there
+    judge = ["--judge", "openai:m", "--judge-base-url", f"http://127.0.0.1:{port}/v1"]
+    specs = ["--strategy", "single_time", "--strategy", "flare_direct", "--limit", "2"]
+    code, out, err = run_cli("run", *specs, *judge, "--report-dir", str(run_dir))
+    assert code == 1 and "Traceback" not in out + err, err
+    assert f"flarebench: faithfulness not judged: judge openai:m at http://127.0.0.1:{port}/v1: " in out
+    import pandas as pd
+
+    summary = pd.read_csv(run_dir / "summary.csv")
+    assert list(summary["strategy"]) == ["single_time", "flare_direct"] and (summary["n"] == 2).all()
+    assert summary["faithfulness"].isna().all()
+    assert set(summary["faithfulness_method"]) == {"n/a: not judged (the judge failed)"}
+    assert "flarebench score RUN_DIR judges them" in (run_dir / "summary.md").read_text()
+    assert (run_dir / "report.html").exists() and json.loads((run_dir / "run.json").read_text())["status"] == "complete"
+    # pytest bench alike: its tests pass (the answers are there), its session does not.
+    args = ["-p", "no:cacheprovider", "--strategy", "single_time", "--limit", "1", "--report-dir", str(tmp_path / "b")]
+    result = pytester.inline_run(str(ROOT / "bench"), *args, *judge)
+    result.assertoutcome(passed=1)
+    assert result.ret == pytest.ExitCode.TESTS_FAILED
+
+
+def test_a_run_stopped_while_its_judge_works_waits_for_no_more_judging(tmp_path, scripted_lm, monkeypatch):
+    # Ctrl-C while the judge scores a strategy's answers: what finished is summarised at once, its
+    # answers left unjudged (a slow judge took minutes per answer while the run was being marked).
+    import pandas as pd
+
+    from flarebench.bench import faithfulness as module
+    from tests.scripted import run_cli
+
+    calls = []
+
+    def judging(traces, passages, judge=None):
+        calls.append(judge)
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(module, "faithfulness_rows", judging)
+    run_dir = tmp_path / "run"
+    judge = ["--judge", "openai:m", "--judge-base-url", "http://127.0.0.1:9/v1"]
+    code, out, err = run_cli("run", "--strategy", "single_time", "--limit", "2", *judge, "--report-dir", str(run_dir))
+    assert code == 130 and len(calls) == 1, err
+    summary = pd.read_csv(run_dir / "summary.csv")
+    assert list(summary["faithfulness_method"]) == ["n/a: not judged (the run was stopped)"]
 
 
 # ------------------------------------------------------------------------------------------

@@ -10,7 +10,7 @@ from __future__ import annotations
 from typing import Any
 
 from flarebench.bench.agreement import OFFLINE_TEST
-from flarebench.bench.faithfulness import LEXICAL_METHOD, UNREPORTED, summarize_faithfulness
+from flarebench.bench.faithfulness import LEXICAL_METHOD, NOT_JUDGED, UNREPORTED, summarize_faithfulness
 from flarebench.bench.scorers.registry import HIGHER, LOWER, Column, Group, Scoring, scorer
 
 
@@ -18,6 +18,12 @@ def method_note(scoring: Scoring) -> str:
     """Which faithfulness method scored the run, and how far to trust it: the offline method's
     measured agreement with the labelled claims, or how to measure a judge's ("" when not scored)."""
     rows = scoring.faithfulness or {}
+    unjudged = [r["faithfulness_method"] for r in rows.values() if r["faithfulness_method"].startswith(NOT_JUDGED)]
+    if unjudged:
+        return (
+            f"faithfulness: {len(unjudged)} answers {unjudged[0].removeprefix('n/a: ')}, so the strategies with one "
+            "have no faithfulness: flarebench score RUN_DIR judges them (--judge none: the offline method)"
+        )
     methods = sorted({r["faithfulness_method"] for r in rows.values()} - {LEXICAL_METHOD})
     judged = [m for m in methods if not m.startswith("n/a")]
     offline = f"{OFFLINE_TEST.line()} (flarebench agreement)"
@@ -54,7 +60,8 @@ def method_note(scoring: Scoring) -> str:
         "as the claim attaches them, and most of its other words; its measured agreement is in the notes), "
         "ragas-faithfulness:openai:MODEL (a judge LM), or n/a: no context (or n/a: doc ids not in the "
         "corpus, for a retriever or a service under test that returned ids the probe set's corpus lacks; "
-        "for a service under test, n/a: retrievals not reported).",
+        "for a service under test, n/a: retrievals not reported; n/a: not judged when a run's judge failed or "
+        "the run was stopped before it judged them, which flarebench score RUN_DIR judges).",
     ),
     Column(
         "judge_parse_failures",
@@ -78,4 +85,11 @@ def faithfulness(g: Group) -> dict[str, Any]:
         # A service that listed no retrievals on some answers: a mean over the others would pass for
         # the whole set's (the retrieval scorer's notes say which answers lacked them).
         mine["faithfulness"] = None
+    if unjudged := [
+        rows[k]["faithfulness_method"]
+        for k in keys
+        if k in rows and rows[k]["faithfulness_method"].startswith(NOT_JUDGED)
+    ]:
+        # Answers the judge never saw: a mean over the others would pass for the strategy's.
+        mine.update(faithfulness=None, faithfulness_n=0, faithfulness_method=unjudged[0])
     return {c: mine.get(c) for c in ("faithfulness", "faithfulness_n", "faithfulness_method", "judge_parse_failures")}
