@@ -488,8 +488,19 @@ def adoption(
             for m in shown
         ]
         tables.append(Table(strategy, tuple(cells)))
-    legend = tuple((m.label, m.column, m.doc or COLUMN_DOCS.get(m.column, "see summary.md")) for m in shown)
+    legend = tuple((m.label, m.column, _legend(m, summary)) for m in shown)
     return Adoption(reference, tuple(tables), None, legend, tuple(notes))
+
+
+def _legend(m: Measure, summary: pd.DataFrame) -> str:
+    """A row's definition; the faithfulness row's names the methods that scored this run (the
+    numbers of two methods are not comparable, and adoption.md is read on its own)."""
+    doc = m.doc or COLUMN_DOCS.get(m.column, "see summary.md")
+    if m is FAITHFULNESS and "faithfulness_method" in summary.columns:
+        named = sorted(set(summary["faithfulness_method"].dropna().astype(str)))
+        methods = [m for m in named if not m.startswith("n/a")] or named  # why none scored, when none did
+        doc += f"; in this run: {', '.join(methods)}" if methods else ""
+    return doc
 
 
 def _has(items: list) -> str:

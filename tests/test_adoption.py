@@ -441,3 +441,12 @@ def test_a_run_folder_named_with_markup_is_shown_as_written_in_the_markdown_file
     write_summary(run_dir, pd.DataFrame(STUDY), config)
     assert (run_dir / "summary.md").read_text().startswith("# flarebench run run&lt;u&gt;&amp;3\n")
     assert (run_dir / ADOPTION_MD).read_text().startswith("# Adoption table: run run&lt;u&gt;&amp;3\n")
+
+
+def test_the_faithfulness_row_names_the_method_that_scored_the_run():
+    judged = pd.DataFrame(STUDY).assign(faithfulness_method=["ragas-faithfulness:openai:j", "n/a: no context"])
+    [row] = [r for r in adoption(judged).legend if r[1] == "faithfulness"]
+    assert row[2].endswith("; in this run: ragas-faithfulness:openai:j")
+    unjudged = pd.DataFrame(STUDY).assign(faithfulness_method="n/a: not judged (the judge failed)")
+    [row] = [r for r in adoption(unjudged).legend if r[1] == "faithfulness"]
+    assert row[2].endswith("; in this run: n/a: not judged (the judge failed)")

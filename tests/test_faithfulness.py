@@ -598,3 +598,19 @@ def test_judge_agreement_against_a_local_judge(local_judge_url, monkeypatch, cap
         assert f"split of the labelled claims ({decided})" in out
     else:
         assert "no claim of the test split got a verdict" in out
+
+
+def test_the_notes_say_how_many_judged_answers_got_no_verdict_that_parsed():
+    from flarebench.bench.scorers.faithfulness import method_note
+    from flarebench.bench.scorers.registry import Scoring
+
+    method = "ragas-faithfulness:openai:j"
+    rows = {
+        ("s", "p1"): {"faithfulness": None, "faithfulness_method": method, "judge_parse_failures": 1, "claims": 2},
+        ("s", "p2"): {"faithfulness": 0.5, "faithfulness_method": method, "judge_parse_failures": 0, "claims": 2},
+    }
+    note = method_note(Scoring(groups={}, faithfulness=rows))
+    assert note.endswith("; 1 of 2 judged answers got no verdict that parsed (left out; a small local judge may need "
+                         "JUDGE_JSON_MODE=json_schema)")  # fmt: skip
+    rows[("s", "p1")].update(faithfulness=1.0, judge_parse_failures=0)
+    assert "parsed" not in method_note(Scoring(groups={}, faithfulness=rows))

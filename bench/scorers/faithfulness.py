@@ -28,10 +28,18 @@ def method_note(scoring: Scoring) -> str:
     judged = [m for m in methods if not m.startswith("n/a")]
     offline = f"{OFFLINE_TEST.line()} (flarebench agreement)"
     if judged:
+        asked = [r for r in rows.values() if r["faithfulness_method"] in judged]
+        failed = sum(1 for r in asked if r["judge_parse_failures"] and r["faithfulness"] is None)
+        unparsed = (
+            f"; {failed} of {len(asked)} judged answers got no verdict that parsed (left out; a small local judge "
+            "may need JUDGE_JSON_MODE=json_schema)"
+            if failed
+            else ""
+        )
         return (
             f"faithfulness: {', '.join(judged)}: a judge LM; its agreement with the labelled claims is not measured "
             f"by a run: flarebench agreement --judge {judged[0].split(':', 1)[1]} measures it (the offline method, "
-            f"for comparison: {offline})"
+            f"for comparison: {offline}){unparsed}"
         )
     if not rows:
         return ""  # not scored: the columns are empty and need no note
