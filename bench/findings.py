@@ -215,6 +215,16 @@ def findings(summary: pd.DataFrame, study: dict) -> list[str]:
     out = _sweep(summary, study) if study.get("kind") == "sweep" else []
     if "calibration" in study:
         out += calibration_lines(calibration_table(summary, study), study)
+    counts = pd.to_numeric(summary["n"], errors="coerce") if "n" in summary.columns else pd.Series(dtype=float)
+    if counts.nunique() > 1:
+        # A run stopped (or going on) part-way: means over different probes compare nothing. The
+        # paired findings (deltas, harms) stand; the others wait until every strategy has every probe.
+        out.append(
+            f"The strategies have run different numbers of probes so far ({int(counts.min())} to "
+            f"{int(counts.max())}): findings that compare their means wait until the run is finished; the "
+            "deltas, and adoption.md, pair the probes both have."
+        )
+        return out + [f for f in (_deltas(summary),) if f] + _harms(summary)
     out += [f for f in (_long_answers(summary), _retrieval_helps(summary), _deltas(summary)) if f]
     out += _harms(summary)
     out += [f for f in (_headroom(summary, oracle),) if f]

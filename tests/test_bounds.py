@@ -381,3 +381,14 @@ def test_one_strategy_has_no_pareto_front_finding():
     alone = summarize(rows[rows["strategy"] == "single_time"], reference="single_time")
     assert not any("Pareto" in line for line in findings(alone, {"kind": "run"}))
     assert any("Pareto" in line for line in findings(summarize(rows, reference="single_time"), {"kind": "compare"}))
+
+
+def test_findings_of_strategies_run_on_different_probes_compare_no_means():
+    # A run stopped part-way: no_retrieval on 10 probes, flare_direct on 3; "retrieval helps" would
+    # compare a mean over 3 probes with one over 10.
+    rows = _rows(ANSWERS)
+    first = rows["probe_id"] == rows["probe_id"].iloc[0]
+    partial = summarize(rows[(rows["strategy"] != "flare_direct") | first], reference="single_time")
+    lines = findings(partial, {"kind": "compare"})
+    assert any(line.startswith("The strategies have run different numbers of probes so far (1 to ") for line in lines)
+    assert not any(line.startswith(("Retrieval", "Pareto", "Of the F1 gap")) for line in lines), lines
