@@ -443,11 +443,15 @@ def calibration_table(summary: pd.DataFrame, study: Mapping[str, Any]) -> pd.Dat
     goal = Goal(**study["goal"])
     tolerance = float(study.get("tolerance", TOLERANCE))
     by_spec = {c["chosen"]: c for c in study.get("calibration", [])}
-    rows = []
+    n_test = len(study.get("test_probe_ids") or [])
+    rows, unfinished = [], {}
     for _, row in summary.iterrows():
         cal = by_spec.get(row["strategy"])
         test = _number(row.get(goal.metric))
-        miss = goal.miss(test)
+        # On part of the test probes (a run stopped among them), no verdict on the goal yet.
+        if cal and n_test and _number(row.get("n")) < n_test:
+            unfinished[cal["base"]] = int(_number(row.get("n")))
+        miss = math.nan if cal and cal["base"] in unfinished else goal.miss(test)
         out: dict[str, Any] = {
             "strategy": cal["base"] if cal else row["strategy"],
             **({"bound": row["bound"]} if "bound" in summary.columns else {}),
@@ -455,13 +459,14 @@ def calibration_table(summary: pd.DataFrame, study: Mapping[str, Any]) -> pd.Dat
             f"dev_{goal.metric}": cal["dev"][goal.metric] if cal else None,
             f"test_{goal.metric}": test,
             # Only a calibrated strategy had the goal: the others' test figures are in the column before.
-            "off_by": (test - goal.value) if cal and not math.isnan(test) else None,
+            "off_by": (test - goal.value) if cal and not math.isnan(miss) else None,
             "missed": (bool(miss > goal.allowed(tolerance)) if not math.isnan(miss) else None) if cal else None,
         }
         shown = dict.fromkeys([goal.objective, *TABLE_COLUMNS]) if goal.objective else TABLE_COLUMNS
         out.update({c: row[c] for c in shown if c in summary.columns})
         rows.append(out)
     table = pd.DataFrame(rows)
+    table.attrs["unfinished"] = unfinished  # strategy -> test probes run so far (unfinished_lines)
     # Text and flag cells without a value stay blank (None), never "nan".
     for column in ("bound", "calibrated", "missed"):
         if column in table:
@@ -509,7 +514,24 @@ def calibration_lines(table: pd.DataFrame, study: Mapping[str, Any]) -> list[str
     """What a reader of a calibrated run must not miss: the strategies no value of whose knob met
     the budget on dev or could reach the target there, those that missed the goal on test, and the
     choices a tie decided."""
-    return infeasible_lines(study) + unreached_lines(study) + missed_lines(table, study) + flat_lines(study)
+    return (
+        infeasible_lines(study)
+        + unreached_lines(study)
+        + unfinished_lines(table, study)
+        + missed_lines(table, study)
+        + flat_lines(study)
+    )
+
+
+def unfinished_lines(table: pd.DataFrame, study: Mapping[str, Any]) -> list[str]:
+    """A line per calibrated strategy that has run part of the test probes (a run stopped among
+    them): its test figures are partial, and whether it met the goal is not known yet."""
+    n_test = len(study.get("test_probe_ids") or [])
+    return [
+        f"{strategy}: {n} of {n_test} test probes run so far, so its test figures are partial and whether it met "
+        "the goal is not known yet; run the same command to finish it"
+        for strategy, n in table.attrs.get("unfinished", {}).items()
+    ]
 
 
 def infeasible_lines(study: Mapping[str, Any]) -> list[str]:

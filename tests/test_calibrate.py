@@ -291,6 +291,28 @@ def test_the_table_shows_dev_and_test_figures_and_flags_a_miss_beyond_the_tolera
     )
 
 
+def test_a_strategy_that_ran_part_of_the_test_probes_gets_no_verdict_yet():
+    # A run stopped among the test runs: its figures over 2 of 8 probes say nothing of the goal yet.
+    from flarebench.bench.calibrate import calibration_lines
+
+    cal = calibrate("flare_direct", knob_of("flare_direct"), Goal("retrieval_rate", "=", 0.5), scripted_measure)
+    study = {
+        "goal": {"metric": "retrieval_rate", "op": "=", "value": 0.5},
+        "tolerance": 0.1,
+        "calibration": [cal.record()],
+        "test_probe_ids": [f"p{i}" for i in range(8)],
+    }
+    summary = pd.DataFrame([{**scripted_measure(cal.chosen), "strategy": cal.chosen, "retrieval_rate": 0.0, "n": 2}])
+    table = calibration_table(summary, study)
+    assert table.iloc[0]["missed"] is None and pd.isna(table.iloc[0]["off_by"])
+    assert calibration_lines(table, study) == [
+        "flare_direct: 2 of 8 test probes run so far, so its test figures are partial and whether it met the goal "
+        "is not known yet; run the same command to finish it"
+    ]
+    finished = calibration_table(summary.assign(n=8), study)
+    assert finished.iloc[0]["missed"] is True and not finished.attrs["unfinished"]
+
+
 def test_the_tolerance_is_absolute_on_a_share_and_relative_on_any_other_column():
     assert Goal("retrieval_rate", "=", 0.5).allowed(0.1) == pytest.approx(0.1)
     assert Goal("prompt_tokens_per_q", "<=", 1000.0, "f1").allowed(0.1) == pytest.approx(100.0)  # 10% of it
