@@ -362,10 +362,11 @@ def _rescore(args: argparse.Namespace):
         )
     # A calibration's summary holds the specs it focused on, in its order (its dev points ran first).
     focused = (info.get("study") or {}).get("specs")
+    order = focused if isinstance(focused, list) else list(config["strategies"])
     summary = summary_frame(
         traces,
         probes,
-        order=focused if isinstance(focused, list) else list(config["strategies"]),
+        order=order,
         price=price,
         reference=reference,
         faithfulness=_faithfulness(traces, probe_set, judge),
@@ -376,7 +377,8 @@ def _rescore(args: argparse.Namespace):
         "price": price.record() if price else None,
         "judge": judge.describe() if judge else None,
     }
-    return run_dir, {**info, "scoring": scoring}, traces, probe_set, summary, _scored_line(traces, len(probes))
+    line = _scored_line(traces, len(probes), order)
+    return run_dir, {**info, "scoring": scoring}, traces, probe_set, summary, line
 
 
 def _recorded_plugins(refs: list[str], run_json: Path) -> None:
@@ -474,18 +476,22 @@ def _selection(info: dict, probe_set, run_json: Path) -> dict:
     return {i: by_id[i] for i in ids}
 
 
-def _scored_line(traces: list, selected: int) -> str:
-    """One line saying how many probes were scored per strategy, out of the run's selection."""
-    counts: dict[str, int] = {}
+def _scored_line(traces: list, selected: int, specs: list[str]) -> str:
+    """One line saying how many probes were scored per strategy of the run (``specs``), out of its
+    selection; a strategy with none yet is named (the summary has no row for it)."""
+    counts = dict.fromkeys(specs, 0)
     for t in traces:
-        counts[t.strategy] = counts.get(t.strategy, 0) + 1
-    if not counts:
+        if t.strategy in counts:
+            counts[t.strategy] += 1
+    if not any(counts.values()):
         return f"scored no probe (selection from run.json: {selected} probes)"
     low, high = min(counts.values()), max(counts.values())
     if low == high == selected:
         return f"scored {selected} probes per strategy (selection from run.json)"
     n = str(low) if low == high else f"{low}-{high}"
-    return f"scored {n} of the {selected} selected probes per strategy (selection from run.json; partial run)"
+    waiting = [spec for spec, count in counts.items() if not count]
+    none_yet = f"; no probe yet: {', '.join(waiting)}" if waiting else ""
+    return f"scored {n} of the {selected} selected probes per strategy (selection from run.json; partial run{none_yet})"
 
 
 def _score(args: argparse.Namespace) -> int:

@@ -196,6 +196,21 @@ def test_score_scores_exactly_the_probes_the_run_selected(tmp_path, scripted_lm)
     assert code == 0 and out.splitlines()[0] == "scored 2 probes per strategy (selection from run.json)"
 
 
+def test_score_of_a_run_stopped_before_a_strategy_began_says_it_is_partial_and_names_it(tmp_path, scripted_lm):
+    # Stopped after single_time's first probe: flare_direct has no trace, so no summary row to say so.
+    run_dir = tmp_path / "run"
+    specs = ("--strategy", "single_time", "--strategy", "flare_direct", "--limit", "2")
+    assert run_cli("run", *specs, "--report-dir", str(run_dir))[0] == 0
+    traces = run_dir / "traces.jsonl"
+    traces.write_text(traces.read_text().splitlines(keepends=True)[0])
+    code, out, err = run_cli("score", str(run_dir))
+    assert code == 0, out + err
+    assert out.splitlines()[0] == (
+        "scored 0-1 of the 2 selected probes per strategy (selection from run.json; partial run; no probe yet: "
+        "flare_direct)"
+    )
+
+
 @pytest.mark.slow
 def test_score_with_other_prices_records_them_so_report_and_score_keep_them(scripted_run, tmp_path):
     prices = tmp_path / "prices.toml"
