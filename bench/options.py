@@ -224,7 +224,7 @@ RUN_OPTIONS: tuple[Option, ...] = (
     ),
     Option(
         "--rerank-depth",
-        "passages the retriever returns for --rerank to order (default: 20)",
+        "passages the retriever returns for --rerank to order, at least the strategy's k (default: 20)",
         type=int,
         metavar="N",
     ),

@@ -96,8 +96,10 @@ class EndpointReranker:
         self.base_url = url.rstrip("/")
         try:
             self._post("capability probe", ["capability probe"])
+        except LMUnavailable:  # down: the run stops as for an unreachable LM, naming the address
+            raise
         except LMError as e:
-            raise ValueError(f"--rerank {self.name}: {e}; use --rerank lm") from None
+            raise ValueError(f"--rerank {self.name}: {e}") from None
 
     def _post(self, query: str, documents: list[str]) -> list[float]:
         import openai
@@ -107,9 +109,15 @@ class EndpointReranker:
                 "/rerank", cast_to=object, body={"model": self.model, "query": query, "documents": documents}
             )
         except (openai.APIConnectionError, openai.APITimeoutError, openai.RateLimitError) as e:
-            raise LMUnavailable(f"--rerank {self.name}: {self.base_url} cannot be reached: {e}") from None
+            raise LMUnavailable(
+                f"--rerank {self.name}: {self.base_url} cannot be reached: {e}", "--embed-base-url"
+            ) from None
         except openai.APIStatusError as e:
-            raise LMError(f"{self.base_url}/rerank answered HTTP {e.status_code}") from None
+            # Only an endpoint without /rerank is one --rerank lm stands in for; a refused key is the key's.
+            hint = {401: " (check --embed-api-key-env)", 403: " (check --embed-api-key-env)"}.get(
+                e.status_code, " (no /rerank there: use --rerank lm)" if e.status_code in (404, 405) else ""
+            )
+            raise LMError(f"{self.base_url}/rerank answered HTTP {e.status_code}{hint}") from None
         try:
             scores = [0.0] * len(documents)
             for r in reply["results"]:

@@ -74,7 +74,8 @@ def test_hybrid_retrieval_with_lm_reranking_is_recorded_and_costed(embed_url, sm
 
 
 def test_a_server_without_rerank_is_refused_naming_the_alternative(embed_url, small_set, tmp_path, scripted_lm):
-    with pytest.raises(ConfigError, match=r"--rerank openai:smollm2: .*/rerank answered HTTP 404; use --rerank lm"):
+    no_rerank = r"--rerank openai:smollm2: .*/rerank answered HTTP 404 \(no /rerank there: use --rerank lm\)"
+    with pytest.raises(ConfigError, match=no_rerank):
         BenchSession(
             strategy=["single_time"],
             probes=str(small_set),

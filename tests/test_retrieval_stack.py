@@ -140,7 +140,7 @@ def test_an_endpoint_reranker_orders_by_its_scores_and_one_without_rerank_is_ref
     reranked = RerankedRetriever(inner, EndpointReranker("r", base_url=f"{rerank_server}/v1"), depth=3)
     found = reranked.lookup("q", 2)
     assert [p.id for p in found.passages] == ["bbbbbb", "ccc"] and found.lm_calls == []
-    with pytest.raises(ValueError, match=r"/rerank answered HTTP 404.*use --rerank lm"):
+    with pytest.raises(ValueError, match=r"/rerank answered HTTP 404 \(no /rerank there: use --rerank lm\)$"):
         EndpointReranker("r", base_url=f"{rerank_server}/nothing")
 
 
