@@ -336,7 +336,7 @@ def _rescore(args: argparse.Namespace):
     config = info["config"]
     probes_cfg = config["probes"]
     price, reference = _scoring(args, info, run_json)
-    judge = _judge(args, info)
+    judge = _judge(args, info, run_json)
     try:
         probe_set = load_probe_set(probes_cfg["source"], probes_cfg.get("format", "auto"))
     except ProbeError as e:
@@ -562,7 +562,7 @@ def _report(args: argparse.Namespace) -> int:
     return 0
 
 
-def _judge(args: argparse.Namespace, info: dict):
+def _judge(args: argparse.Namespace, info: dict, run_json: Path):
     """The faithfulness judge to score with: the one given to `score` (``none``: the offline
     method), else the judge the run recorded (its key, and any credentials of its URL, read again
     from the environment), else None (the offline method)."""
@@ -576,7 +576,7 @@ def _judge(args: argparse.Namespace, info: dict):
         # Its credentials were not recorded: $JUDGE_BASE_URL (or --judge-base-url) gives them again.
         if not os.environ.get("JUDGE_BASE_URL"):
             raise UserError(
-                f"run.json: scoring.judge.base_url {base_url} was recorded without its credentials; give the "
+                f"{run_json}: scoring.judge.base_url {base_url} was recorded without its credentials; give the "
                 "judge's URL again (--judge-base-url or $JUDGE_BASE_URL), or --judge none for the offline score"
             )
         base_url = None
@@ -585,7 +585,8 @@ def _judge(args: argparse.Namespace, info: dict):
     try:
         return parse_judge(spec, base_url, json_mode=json_mode)
     except JudgeError as e:
-        raise UserError(f"faithfulness: {e}") from None
+        recorded_one = " (the judge run.json recorded; --judge none scores offline)" if args.judge is None else ""
+        raise UserError(f"faithfulness: {e}{recorded_one}") from None
 
 
 def _faithfulness(traces: list, probe_set, judge) -> dict:

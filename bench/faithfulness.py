@@ -413,7 +413,9 @@ class _RagasScorer:
                 return None, self.llm.statements or 0, 1
             who = self.judge.spec or self.judge.model
             at = f" at {redact_url(self.judge.base_url)}" if self.judge.base_url else ""
-            raise JudgeError(self.judge.redact(f"judge {who}{at}: {type(e).__name__}: {e}")) from None
+            # A reply the openai client could not read as a chat completion (an HTML page, no choices).
+            what = "its reply is not a chat completion: " if isinstance(e, AttributeError | IndexError) else ""
+            raise JudgeError(self.judge.redact(f"judge {who}{at}: {what}{type(e).__name__}: {e}")) from None
         value = getattr(result, "value", result)
         if value is None or (isinstance(value, float) and math.isnan(value)):
             return None, self.llm.statements or 0, 0

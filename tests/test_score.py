@@ -297,7 +297,7 @@ def test_score_loads_the_plugins_the_run_was_made_with(tmp_path):
     assert "plugin_chars" not in pd.read_csv(tmp_path / "run" / "summary.csv").columns
 
 
-def test_a_recorded_judge_is_reused_unless_dropped_and_its_url_credentials_are_given_again(monkeypatch):
+def test_a_recorded_judge_is_reused_unless_dropped_and_its_url_credentials_are_given_again(monkeypatch, tmp_path):
     import argparse
 
     from flarebench.bench.cli import UserError, _judge
@@ -305,18 +305,30 @@ def test_a_recorded_judge_is_reused_unless_dropped_and_its_url_credentials_are_g
     monkeypatch.setenv("JUDGE_API_KEY", "k")
     monkeypatch.delenv("JUDGE_BASE_URL", raising=False)
     info = {"scoring": {"judge": {"spec": "openai:m", "base_url": "http://127.0.0.1:9/v1"}}}
-    judge = _judge(argparse.Namespace(judge=None, judge_base_url=None), info)
+    run_json = tmp_path / "run.json"
+    judge = _judge(argparse.Namespace(judge=None, judge_base_url=None), info, run_json)
     assert (judge.model, judge.base_url) == ("m", "http://127.0.0.1:9/v1")
     # none drops it (an endpoint gone would otherwise block every later rescoring); empty is refused.
-    assert _judge(argparse.Namespace(judge="none", judge_base_url=None), info) is None
+    assert _judge(argparse.Namespace(judge="none", judge_base_url=None), info, run_json) is None
     with pytest.raises(UserError, match="--judge is empty: give openai:MODEL, or none"):
-        _judge(argparse.Namespace(judge="", judge_base_url=None), info)
+        _judge(argparse.Namespace(judge="", judge_base_url=None), info, run_json)
     # A URL recorded without its credentials is not called as it stands: the environment gives it again.
     info["scoring"]["judge"]["base_url"] = "http://***@127.0.0.1:9/v1"
-    with pytest.raises(UserError, match=r"base_url http://\*\*\*@127.0.0.1:9/v1 was recorded without its credentials"):
-        _judge(argparse.Namespace(judge=None, judge_base_url=None), info)
+    recorded = rf"^{run_json}: scoring.judge.base_url http://\*\*\*@127.0.0.1:9/v1 was recorded without its credentials"
+    with pytest.raises(UserError, match=recorded):
+        _judge(argparse.Namespace(judge=None, judge_base_url=None), info, run_json)
     monkeypatch.setenv("JUDGE_BASE_URL", "http://user:pw@127.0.0.1:9/v1")
-    assert _judge(argparse.Namespace(judge=None, judge_base_url=None), info).base_url == "http://user:pw@127.0.0.1:9/v1"
+    assert (
+        _judge(argparse.Namespace(judge=None, judge_base_url=None), info, run_json).base_url
+        == "http://user:pw@127.0.0.1:9/v1"
+    )
+    # A recorded judge that cannot be set up now (its key gone) is said to be the recorded one.
+    monkeypatch.delenv("JUDGE_API_KEY")
+    monkeypatch.delenv("OPENAI_API_KEY", raising=False)
+    monkeypatch.delenv("JUDGE_BASE_URL")
+    info["scoring"]["judge"]["base_url"] = None
+    with pytest.raises(UserError, match=r"no API key.*\(the judge run.json recorded; --judge none scores offline\)$"):
+        _judge(argparse.Namespace(judge=None, judge_base_url=None), info, run_json)
 
 
 def test_other_scoring_options_are_refused_while_a_run_writes_the_folder(scripted_run):
