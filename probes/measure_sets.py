@@ -200,6 +200,8 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--embed-base-url", metavar="URL", help="as flarebench run's --embed-base-url")
     ap.add_argument("--embed-api-key-env", metavar="VAR", help="as flarebench run's --embed-api-key-env")
     args = ap.parse_args(argv)
+    if args.k < 1:  # 0 documents would measure every set at 0, a table of nothing
+        ap.error(f"--k must be >= 1, got {args.k}")
     from flarebench.strategies.backends import make_retriever
     from flarebench.strategies.embeddings import make_embedder
     from flarebench.strategies.lm import LMError

@@ -224,6 +224,9 @@ def test_measure_sets_measures_with_any_retriever_and_refuses_a_bad_one_in_a_lin
     assert main(["phantomwiki", "--k", "3"]) == 0
     out = capsys.readouterr().out
     assert out.startswith("retriever: bm25s\n") and "recall@3 (with gold)" in out
+    with pytest.raises(SystemExit) as stopped:  # no documents measure nothing: a usage error, not a table of 0s
+        main(["phantomwiki", "--k", "0"])
+    assert stopped.value.code == 2 and "--k must be >= 1, got 0" in capsys.readouterr().err
     assert main(["phantomwiki", "--retriever", "dense"]) == 2
     err = capsys.readouterr().err
     assert (
