@@ -787,7 +787,7 @@ class BenchSession:
         finished (stopped as it wrote its files, which were written again)."""
         if self.stopped_finished:
             return f"every probe had finished: {self.run_dir} holds the complete run, its summary and its report"
-        return resume_hint(self.gating.active)
+        return f"{resume_hint(self.gating.active)} (run folder: {self.run_dir})"  # a default folder's name is new
 
     def write_report(self) -> Path:
         """Write report.html for what has run so far; returns its path."""

@@ -60,7 +60,8 @@ def test_sigterm_stops_flarebench_run_keeps_what_finished_and_the_same_command_r
     code, out, err = run_cli(*args)
     assert code == 143, err
     assert err.strip().splitlines()[-1] == (
-        "flarebench: terminated (SIGTERM); finished probes are kept; run the same command to resume"
+        f"flarebench: terminated (SIGTERM); finished probes are kept; run the same command to resume (run folder: "
+        f"{run_dir})"
     )
     assert "Traceback" not in err and not received
     assert json.loads((run_dir / "run.json").read_text())["status"] == "interrupted"

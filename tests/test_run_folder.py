@@ -617,7 +617,7 @@ def test_a_stopped_gated_run_says_to_measure_it_again_not_to_resume(tmp_path, sc
     assert code == 130 and "run the same command to resume" not in err
     assert err.strip().endswith(
         "interrupted; finished probes are kept, but a gated run is measured in one fresh run: "
-        "run the same command with --overwrite, or with another --report-dir"
+        f"run the same command with --overwrite, or with another --report-dir (run folder: {tmp_path / 'run'})"
     )
     assert "run the same command with --overwrite to measure it" in (tmp_path / "run" / "summary.md").read_text()
     monkeypatch.setattr(scripted_lm, "_complete", real)
