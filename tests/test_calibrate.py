@@ -261,13 +261,15 @@ def test_flare_direct_through_a_scripted_lm_is_calibrated_to_the_target_rate(tar
 # -- the table -------------------------------------------------------------------------------------
 
 
-def test_the_table_shows_dev_and_test_figures_and_flags_a_miss_beyond_the_tolerance():
+def _calibrated_to_half(**study):
+    """flare_direct calibrated on the scripted dev figures to retrieval_rate=0.5, and its study record."""
     cal = calibrate("flare_direct", knob_of("flare_direct"), Goal("retrieval_rate", "=", 0.5), scripted_measure)
-    study = {
-        "goal": {"metric": "retrieval_rate", "op": "=", "value": 0.5},
-        "tolerance": 0.1,
-        "calibration": [cal.record()],
-    }
+    goal = {"metric": "retrieval_rate", "op": "=", "value": 0.5}
+    return cal, {"goal": goal, "tolerance": 0.1, "calibration": [cal.record()], **study}
+
+
+def test_the_table_shows_dev_and_test_figures_and_flags_a_miss_beyond_the_tolerance():
+    cal, study = _calibrated_to_half()
     test = scripted_measure(cal.chosen)
     summary = pd.DataFrame(
         [{**test, "strategy": cal.chosen, "retrieval_rate": 0.75}, {**test, "strategy": "single_time"}]
@@ -295,13 +297,7 @@ def test_a_strategy_that_ran_part_of_the_test_probes_gets_no_verdict_yet():
     # A run stopped among the test runs: its figures over 2 of 8 probes say nothing of the goal yet.
     from flarebench.bench.calibrate import calibration_lines
 
-    cal = calibrate("flare_direct", knob_of("flare_direct"), Goal("retrieval_rate", "=", 0.5), scripted_measure)
-    study = {
-        "goal": {"metric": "retrieval_rate", "op": "=", "value": 0.5},
-        "tolerance": 0.1,
-        "calibration": [cal.record()],
-        "test_probe_ids": [f"p{i}" for i in range(8)],
-    }
+    cal, study = _calibrated_to_half(test_probe_ids=[f"p{i}" for i in range(8)])
     summary = pd.DataFrame([{**scripted_measure(cal.chosen), "strategy": cal.chosen, "retrieval_rate": 0.0, "n": 2}])
     table = calibration_table(summary, study)
     assert table.iloc[0]["missed"] is None and pd.isna(table.iloc[0]["off_by"])
