@@ -34,7 +34,7 @@ GATED_RESUME_HINT = (
 #: The same when the LM was unreachable before any probe ran: nothing to keep or resume.
 UNREACHED_HINT = "no probe has run: check {whose} address ({address}) and that its server is up"
 #: Whose address each option holds, as the hint names it.
-_WHOSE = {"--lm-base-url": "the LM's", "--embed-base-url": "the embeddings endpoint's"}
+_WHOSE = {"--lm-base-url": "the LM's", "--embed-base-url": "the embeddings (or rerank) endpoint's"}
 
 
 def resume_hint(gated: bool, error: BaseException | None = None) -> str:

@@ -98,8 +98,8 @@ class EndpointReranker:
             self._post("capability probe", ["capability probe"])
         except LMUnavailable:  # down: the run stops as for an unreachable LM, naming the address
             raise
-        except LMError as e:
-            raise ValueError(f"--rerank {self.name}: {e}") from None
+        except LMError as e:  # its message names the option already
+            raise ValueError(str(e)) from None
 
     def _post(self, query: str, documents: list[str]) -> list[float]:
         import openai
@@ -117,14 +117,15 @@ class EndpointReranker:
             hint = {401: " (check --embed-api-key-env)", 403: " (check --embed-api-key-env)"}.get(
                 e.status_code, " (no /rerank there: use --rerank lm)" if e.status_code in (404, 405) else ""
             )
-            raise LMError(f"{self.base_url}/rerank answered HTTP {e.status_code}{hint}") from None
+            raise LMError(f"--rerank {self.name}: {self.base_url}/rerank answered HTTP {e.status_code}{hint}") from None
         try:
             scores = [0.0] * len(documents)
             for r in reply["results"]:
                 scores[int(r["index"])] = float(r["relevance_score"])
         except (TypeError, KeyError, IndexError, ValueError):
             raise LMError(
-                f"{self.base_url}/rerank: the reply is not {{'results': [{{'index', 'relevance_score'}}]}}"
+                f"--rerank {self.name}: {self.base_url}/rerank: the reply is not "
+                "{'results': [{'index', 'relevance_score'}]}"
             ) from None
         return scores
 

@@ -375,5 +375,6 @@ def test_an_embeddings_endpoint_overloaded_or_down_stops_the_run_naming_its_opti
     assert "answered 503" in str(e.value) and e.value.address == "--embed-base-url"
     e.value.before_run = True
     assert resume_hint(False, e.value) == (
-        "no probe has run: check the embeddings endpoint's address (--embed-base-url) and that its server is up"
+        "no probe has run: check the embeddings (or rerank) endpoint's address (--embed-base-url) and that its "
+        "server is up"
     )
