@@ -84,9 +84,11 @@ def _run(args: argparse.Namespace, study: dict | None = None) -> int:
         print(note, file=sys.stderr if note.startswith("baseline not saved") else sys.stdout)
         if note.startswith("baseline not saved") and not failed:
             return 1
+    if session.judge_failure:  # a metric asked for is missing
+        print(session.judge_line(), file=sys.stderr)
     if failed:
         print(f"flarebench: failed: {', '.join(failed)}", file=sys.stderr)
-    return 1 if failed or session.judge_failure else 0  # a metric asked for is missing (closing_lines says)
+    return 1 if failed or session.judge_failure else 0
 
 
 def _compare(args: argparse.Namespace) -> int:

@@ -380,5 +380,7 @@ def pytest_terminal_summary(terminalreporter, exitstatus: int, config: pytest.Co
         terminalreporter.write_line(line)
     for note in config.stash.get(_GATE_NOTES, []):
         terminalreporter.write_line(note)
+    if line := session.judge_line():
+        terminalreporter.write_line(line)
     if session.interrupted:  # as `flarebench run` says it
         terminalreporter.write_line(f"flarebench: interrupted; {session.stop_note()}")

@@ -785,9 +785,24 @@ class BenchSession:
     def stop_note(self) -> str:
         """What follows "interrupted; " when the run was stopped: how to resume it, or that it had
         finished (stopped as it wrote its files, which were written again)."""
+        from flarebench.bench.faithfulness import RUN_STOPPED
+
         if self.stopped_finished:
-            return f"every probe had finished: {self.run_dir} holds the complete run, its summary and its report"
-        return f"{resume_hint(self.gating.active)} (run folder: {self.run_dir})"  # a default folder's name is new
+            note = f"every probe had finished: {self.run_dir} holds the complete run, its summary and its report"
+        else:
+            note = f"{resume_hint(self.gating.active)} (run folder: {self.run_dir})"  # a default folder's name is new
+        if any(row["faithfulness_method"] == RUN_STOPPED for row in self._faithfulness.values()):
+            note += f"; its faithfulness is not judged yet: flarebench score {self.run_dir} judges it"
+        return note
+
+    def judge_line(self) -> str:
+        """The line a run whose judge failed ends with ("" when it did not): faithfulness is missing."""
+        if not self.judge_failure:
+            return ""
+        return (
+            f"flarebench: faithfulness not judged: {self.judge_failure}; the answers are kept: flarebench score "
+            f"{self.run_dir} judges them (--judge none: the offline method)"
+        )
 
     def write_report(self) -> Path:
         """Write report.html for what has run so far; returns its path."""
@@ -809,11 +824,6 @@ class BenchSession:
             lines[1:1] = filter(None, [absent_reference(self.summary(), self.reference)])
         if self.report_path is not None:
             lines.append(f"report: {self.report_path}")
-        if self.judge_failure:
-            lines.append(
-                f"flarebench: faithfulness not judged: {self.judge_failure}; the answers are kept: flarebench score "
-                f"{self.run_dir} judges them (--judge none: the offline method)"
-            )
         gating = self.gating
         if gating.baseline is not None:
             if gating.difference:

@@ -443,7 +443,7 @@ def test_a_run_whose_judge_fails_answers_every_probe_and_says_faithfulness_is_no
     specs = ["--strategy", "single_time", "--strategy", "flare_direct", "--limit", "2"]
     code, out, err = run_cli("run", *specs, *judge, "--report-dir", str(run_dir))
     assert code == 1 and "Traceback" not in out + err, err
-    assert f"flarebench: faithfulness not judged: judge openai:m at http://127.0.0.1:{port}/v1: " in out
+    assert f"flarebench: faithfulness not judged: judge openai:m at http://127.0.0.1:{port}/v1: " in err  # a reason
     import pandas as pd
 
     summary = pd.read_csv(run_dir / "summary.csv")
@@ -478,6 +478,7 @@ def test_a_run_stopped_while_its_judge_works_waits_for_no_more_judging(tmp_path,
     judge = ["--judge", "openai:m", "--judge-base-url", "http://127.0.0.1:9/v1"]
     code, out, err = run_cli("run", "--strategy", "single_time", "--limit", "2", *judge, "--report-dir", str(run_dir))
     assert code == 130 and len(calls) == 1, err
+    assert err.strip().endswith(f"its faithfulness is not judged yet: flarebench score {run_dir} judges it")
     summary = pd.read_csv(run_dir / "summary.csv")
     assert list(summary["faithfulness_method"]) == ["n/a: not judged (the run was stopped)"]
 
