@@ -45,6 +45,12 @@ _GOAL = re.compile(r"^\s*([A-Za-z_][A-Za-z0-9_]*)\s*(<=|>=|=)\s*([-+0-9.eE]+|[-+
 GOAL_FORMS = "METRIC=VALUE, METRIC<=VALUE or METRIC>=VALUE"
 
 
+def goal_op(text: str | None) -> str | None:
+    """The comparison a goal is written with (``=``, ``<=`` or ``>=``), None when it is no goal's form."""
+    m = _GOAL.match(text or "")
+    return m.group(2) if m else None
+
+
 class CalibrationError(ValueError):
     """A goal, split or knob that cannot be calibrated: one line for the user."""
 

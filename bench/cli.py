@@ -129,7 +129,7 @@ def _compare(args: argparse.Namespace) -> int:
 
 
 def _calibrate(args: argparse.Namespace) -> int:
-    from flarebench.bench.calibrate import CalibrationError, knob_of, parse_goal, parse_values
+    from flarebench.bench.calibrate import CalibrationError, goal_op, knob_of, parse_goal, parse_values
     from flarebench.strategies.registry import SpecError, expand, refuse_twins
 
     args.target = _once(args.target, "--target", "a calibration has one goal")
@@ -141,10 +141,10 @@ def _calibrate(args: argparse.Namespace) -> int:
             "calibrate needs one goal: --target METRIC=VALUE, or --objective METRIC --budget METRIC<=VALUE (or >=)"
         )
     # Each option is one kind of goal: a target given as a budget (or the other way) would run as the other.
-    if args.budget and "=" in args.budget and "<=" not in args.budget and ">=" not in args.budget:
+    if args.budget and goal_op(args.budget) == "=":
         raise UserError(f"--budget takes a cap or a floor (METRIC<=VALUE, METRIC>=VALUE); to hit {args.budget}, "
                         "give --target")  # fmt: skip
-    if args.target and ("<=" in args.target or ">=" in args.target):
+    if args.target and goal_op(args.target) in ("<=", ">="):
         raise UserError(f"--target takes METRIC=VALUE, a figure to hit; {args.target} is a budget: give --budget")
     try:
         values = parse_values(args.values)
