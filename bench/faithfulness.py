@@ -91,6 +91,7 @@ from flarebench.bench.support import METHOD as LEXICAL_METHOD
 from flarebench.bench.support import claim_supported, content_tokens
 from flarebench.strategies.flare_instruct import SEARCH_CALL_RE
 from flarebench.strategies.http_client import base_url_problem, redact_url
+from flarebench.strategies.lm import DEFAULT_TIMEOUT
 from flarebench.strategies.records import Trace
 from flarebench.strategies.sentences import split_sentences
 
@@ -185,9 +186,6 @@ class OffSchema(ValueError):
 
 #: The key a local judge endpoint given without one is sent (the openai client needs some key).
 NO_KEY = "no-key"
-#: How long one judge request may take (the LM's default; a judge that never answers stops the
-#: scoring after this, not after the client's ten minutes).
-JUDGE_TIMEOUT = 300.0
 
 
 @dataclass(frozen=True)
@@ -347,7 +345,10 @@ class _RagasScorer:
         from openai import AsyncOpenAI
 
         self.judge = judge
-        self.client = AsyncOpenAI(base_url=judge.base_url, api_key=judge.api_key, max_retries=1, timeout=JUDGE_TIMEOUT)
+        # A request may take as long as an LM's (a judge that never answers stops the scoring then).
+        self.client = AsyncOpenAI(
+            base_url=judge.base_url, api_key=judge.api_key, max_retries=1, timeout=DEFAULT_TIMEOUT
+        )
         extra = {} if judge.max_retries is None else {"max_retries": judge.max_retries}
         if judge.json_mode == "json_schema":
             import instructor
