@@ -529,7 +529,8 @@ async def _judge_all(judge: Judge, pending, rows) -> None:
 def summarize_faithfulness(rows: Mapping[tuple[str, str], Mapping[str, Any]]) -> dict[str, dict[str, Any]]:
     """Per strategy: ``faithfulness`` (mean over scored probes, None if none), ``faithfulness_n`` (how
     many probes that mean was taken over), ``faithfulness_method`` and ``judge_parse_failures`` (sum);
-    strategies in first-appearance order."""
+    strategies in first-appearance order. A strategy with an answer left unjudged (:data:`NOT_JUDGED`)
+    has no faithfulness, and that reason as its method."""
     out: dict[str, dict[str, Any]] = {}
     groups: dict[str, list[Mapping[str, Any]]] = {}
     for (strategy, _probe), row in rows.items():
@@ -548,6 +549,9 @@ def summarize_faithfulness(rows: Mapping[tuple[str, str], Mapping[str, Any]]) ->
             method = NO_CONTEXT
         else:
             method = rs[0]["faithfulness_method"] if rs else NO_CONTEXT
+        if unjudged := [r["faithfulness_method"] for r in rs if r["faithfulness_method"].startswith(NOT_JUDGED)]:
+            # Answers the judge never saw: a mean over the others would pass for the strategy's.
+            scored, method = [], unjudged[0]
         out[strategy] = {
             "faithfulness": (sum(scored) / len(scored)) if scored else None,
             "faithfulness_n": len(scored),

@@ -93,11 +93,4 @@ def faithfulness(g: Group) -> dict[str, Any]:
         # A service that listed no retrievals on some answers: a mean over the others would pass for
         # the whole set's (the retrieval scorer's notes say which answers lacked them).
         mine["faithfulness"] = None
-    if unjudged := [
-        rows[k]["faithfulness_method"]
-        for k in keys
-        if k in rows and rows[k]["faithfulness_method"].startswith(NOT_JUDGED)
-    ]:
-        # Answers the judge never saw: a mean over the others would pass for the strategy's.
-        mine.update(faithfulness=None, faithfulness_n=0, faithfulness_method=unjudged[0])
     return {c: mine.get(c) for c in ("faithfulness", "faithfulness_n", "faithfulness_method", "judge_parse_failures")}
