@@ -40,7 +40,7 @@ class OpenAIEmbedder:
 
         self.model = model
         self.name = f"openai:{model}"
-        self._client, url = endpoint_client(base_url, api_key, timeout, max_retries, "--embed-base-url")
+        self._client, url = endpoint_client(base_url, api_key, timeout, max_retries, ADDRESS)
         self.base_url = url.rstrip("/")
         self.pooling = "server"
         self.dim: int | None = None  # set from the canary's vector: every later one must match it

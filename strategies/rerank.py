@@ -15,6 +15,7 @@ import time
 from dataclasses import replace
 from typing import Protocol
 
+from flarebench.strategies.embeddings import ADDRESS
 from flarebench.strategies.lm import LM, LMError, LMUnavailable, Prompt
 from flarebench.strategies.records import LMCall, Passage
 from flarebench.strategies.retriever import Lookup, Retriever
@@ -92,7 +93,7 @@ class EndpointReranker:
         self.model = model
         self.name = f"openai:{model}"
         # The openai client's timeouts and retries, as for --lm openai.
-        self._client, url = endpoint_client(base_url, api_key, option="--embed-base-url")
+        self._client, url = endpoint_client(base_url, api_key, option=ADDRESS)
         self.base_url = url.rstrip("/")
         try:
             self._post("capability probe", ["capability probe"])
@@ -109,9 +110,7 @@ class EndpointReranker:
                 "/rerank", cast_to=object, body={"model": self.model, "query": query, "documents": documents}
             )
         except (openai.APIConnectionError, openai.APITimeoutError, openai.RateLimitError) as e:
-            raise LMUnavailable(
-                f"--rerank {self.name}: {self.base_url} cannot be reached: {e}", "--embed-base-url"
-            ) from None
+            raise LMUnavailable(f"--rerank {self.name}: {self.base_url} cannot be reached: {e}", ADDRESS) from None
         except openai.APIStatusError as e:
             # Only an endpoint without /rerank is one --rerank lm stands in for; a refused key is the key's.
             hint = {401: " (check --embed-api-key-env)", 403: " (check --embed-api-key-env)"}.get(
