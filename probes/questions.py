@@ -25,6 +25,8 @@ DEFAULT_NAMES = ("questions.jsonl", "questions.csv")
 FIELDS = ("id", "question", "answer", "answers", "gold", "answer_type", "required_facts", "metadata")
 _METADATA_COLUMN = "metadata."
 LONG = "long"
+#: Why a long question in a CSV file is refused (its required facts are objects, which CSV cannot hold).
+_LONG_IN_CSV = "long questions (required_facts) are written as JSON lines (.jsonl)"
 _SEPARATOR = "|"
 
 
@@ -77,7 +79,7 @@ def _csv(text: str, where: str, problems: list[str]) -> list[tuple[int, dict]]:
     if reader.fieldnames is not None and "metadata" in reader.fieldnames:
         problems.append(f"{where}:1: (csv): a metadata field is a column of its own: metadata.FIELD (metadata.team)")
     if reader.fieldnames is not None and "required_facts" in reader.fieldnames:
-        problems.append(f"{where}:1: (csv): long questions (required_facts) are written as JSON lines (.jsonl)")
+        problems.append(f"{where}:1: (csv): {_LONG_IN_CSV}")
         return []
     return rows
 
@@ -99,8 +101,9 @@ def _question(n: int, obj: dict, path: str, problems: list[str]) -> Question | N
     if not isinstance(text, str) or not text.strip():
         problems.append(f"{where}: question: missing or empty")
     kind = obj.get("answer_type", "single")
-    if kind == LONG and path.lower().endswith(".csv"):
-        problems.append(f"{where}: answer_type: long questions (required_facts) are written as JSON lines (.jsonl)")
+    in_csv = path.lower().endswith(".csv")  # its advice is in CSV's own terms
+    if kind == LONG and in_csv:
+        problems.append(f"{where}: answer_type: {_LONG_IN_CSV}")
         return None
     if kind not in ("single", LONG):
         problems.append(f"{where}: answer_type: expected 'long' (or leave it out for a short question), got {kind!r}")
@@ -110,7 +113,7 @@ def _question(n: int, obj: dict, path: str, problems: list[str]) -> Question | N
     if "answer" in obj and "answers" in obj:
         problems.append(f"{where}: answers: give answer or answers, not both")
     elif "answer" not in obj and "answers" not in obj:
-        several = "an answers column, values separated by |" if path.lower().endswith(".csv") else "answers as a list"
+        several = "an answers column, values separated by |" if in_csv else "answers as a list"
         problems.append(f"{where}: answer: missing (give answer, or {several})")
     key = "answers" if "answers" in obj else "answer"
     answers = _strings(obj[key], where, key, problems) if key in obj else None
