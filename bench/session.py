@@ -260,7 +260,6 @@ class BenchSession:
         self._more_to_come = False  # a calibration's specs are not all known yet (see focus())
         self.warmed: dict | None = None  # what warm_up() evaluated before the first probe
         self.interrupted = False  # set by mark_interrupted(): the entry points say how to resume
-        self.stopped_finished = False  # set with it: every probe had finished when the run was stopped
         # A folder another process is writing is refused now, before the model loads (it is
         # checked again, authoritatively, when the lock is taken).
         self._lock: RunLock | None = None
@@ -768,9 +767,6 @@ class BenchSession:
 
     def _mark_interrupted(self) -> None:
         self.interrupted = True
-        # Stopped as it wrote its files, with every probe finished (and every gated spec checked):
-        # the run is complete, and its files are written again whole.
-        self.stopped_finished = self.finished and not self.gating.unchecked
         status = "complete" if self.stopped_finished else "interrupted"
         with contextlib.suppress(Exception):
             self.write_summary(status=status)
@@ -781,6 +777,12 @@ class BenchSession:
                 self.gating.write_verdicts(self.run_dir)
         with contextlib.suppress(Exception):
             self.write_report()
+
+    @property
+    def stopped_finished(self) -> bool:
+        """Whether the run was stopped as it wrote its files, with every probe finished (and every
+        gated spec checked): it is complete, and its files are written again whole."""
+        return self.interrupted and self.finished and not self.gating.unchecked
 
     def stop_note(self) -> str:
         """What follows "interrupted; " when the run was stopped: how to resume it, or that it had
