@@ -228,7 +228,13 @@ def _calibrated(args: argparse.Namespace, plans: dict, goal, kind: str, extra: d
             print(
                 f"calibrated {spec}: {cal.param}={value_text(cal.value)} ({cal.method}, {len(cal.points)} of "
                 f"{len(knob.grid)} values run on dev; dev {goal.metric} {cal.dev[goal.metric]:.3f}"
-                + ("" if cal.feasible else "; no value met the budget on dev")
+                + (
+                    ""
+                    if cal.feasible
+                    else "; no value reached the target on dev"
+                    if goal.is_target
+                    else "; no value met the budget on dev"
+                )
                 + ")",
                 file=sys.stderr,
             )

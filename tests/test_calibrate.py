@@ -192,6 +192,15 @@ def test_bisection_lands_within_one_grid_step_of_a_monotone_target(target):
     assert len(set(calls)) == len(calls)  # no point run twice
 
 
+@pytest.mark.parametrize(
+    ("rate", "feasible"), [(lambda v: 0.1 + v / 5, False), (lambda v: 0.6 + v / 5, False), (lambda v: v, True)]
+)
+def test_a_target_beyond_every_figure_run_on_dev_is_infeasible(rate, feasible):
+    measure, _ = counting(rate)
+    cal = calibrate("flare_direct", knob_of("flare_direct"), Goal("retrieval_rate", "=", 0.5), measure)
+    assert cal.feasible is feasible  # run.json's `feasible` says whether the target was within reach
+
+
 def test_bisection_follows_a_falling_rate():
     measure, _ = counting(lambda h: max(0.0, 1.0 - h / 4))  # entropy: a higher threshold fires less
     cal = calibrate(
