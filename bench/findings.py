@@ -14,7 +14,7 @@ import pandas as pd
 
 from flarebench.bench.bounds import ALWAYS, BOUND, NEVER, ORACLE, never_retrieved, strategy_rows
 from flarebench.bench.calibrate import calibration_lines, calibration_table
-from flarebench.bench.plots import QUALITY, cost_axis, pareto_front, tokens_frame
+from flarebench.bench.plots import QUALITY, cost_axis, pareto_front, probe_counts_differ, tokens_frame
 from flarebench.bench.report import interval_text
 from flarebench.strategies.registry import with_param
 
@@ -215,8 +215,8 @@ def findings(summary: pd.DataFrame, study: dict) -> list[str]:
     out = _sweep(summary, study) if study.get("kind") == "sweep" else []
     if "calibration" in study:
         out += calibration_lines(calibration_table(summary, study), study)
-    counts = pd.to_numeric(summary["n"], errors="coerce") if "n" in summary.columns else pd.Series(dtype=float)
-    if counts.nunique() > 1:
+    if probe_counts_differ(summary):
+        counts = pd.to_numeric(summary["n"], errors="coerce")
         # A run stopped (or going on) part-way: means over different probes compare nothing. The
         # paired findings (deltas, harms) stand; the others wait until every strategy has every probe.
         out.append(

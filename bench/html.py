@@ -202,19 +202,25 @@ def _plots(summary: pd.DataFrame, rows: pd.DataFrame, study: dict, order: list[s
     if summary.empty:
         return "<p>No probe has finished yet: nothing to plot.</p>"
     cost_col, cost_label, cost_note = plots.cost_axis(summary)
+    front = (
+        " No Pareto front yet: the strategies have run different numbers of probes so far, so their means are "
+        "over different probes."
+        if plots.probe_counts_differ(summary)
+        else ""
+    )
     parts = [
         _figure(
             plots.tradeoff(summary, cost_col, cost_label),
             "plot-cost",
             "F1 against cost per question",
             "Answer quality (F1 of the stated answer) against cost per question; the Pareto front joins the "
-            "strategies no other one beats on both (up and to the left is better)." + cost_note,
+            "strategies no other one beats on both (up and to the left is better)." + cost_note + front,
         ),
         _figure(
             plots.tradeoff(summary, "latency_p95_s", "p95 latency per question (s)"),
             "plot-latency",
             "F1 against p95 latency",
-            "Answer quality against the 95th percentile of wall time per question, with the Pareto front.",
+            "Answer quality against the 95th percentile of wall time per question, with the Pareto front." + front,
         ),
     ]
     if not any(parts):

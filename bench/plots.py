@@ -74,10 +74,17 @@ def tokens_frame(summary: pd.DataFrame) -> pd.DataFrame:
     return frame
 
 
+def probe_counts_differ(summary: pd.DataFrame) -> bool:
+    """Whether the strategies have run different numbers of probes (a run stopped or going on
+    part-way): their means are then over different probes, and comparing them compares nothing."""
+    return "n" in summary.columns and pd.to_numeric(summary["n"], errors="coerce").nunique() > 1
+
+
 def tradeoff(summary: pd.DataFrame, x: str, x_label: str) -> bytes | None:
     """Quality against ``x`` (a cost or latency column), one labelled point per strategy, the Pareto
-    front (cheaper or faster and at least as good) drawn as a step line with its points ringed; None
-    when fewer than two strategies have both values (one point trades nothing off)."""
+    front (cheaper or faster and at least as good) drawn as a step line with its points ringed
+    unless the strategies have run different numbers of probes; None when fewer than two strategies
+    have both values (one point trades nothing off)."""
     frame = tokens_frame(summary)
     xs = pd.to_numeric(frame[x], errors="coerce").to_numpy(dtype=float)
     ys = pd.to_numeric(frame[QUALITY], errors="coerce").to_numpy(dtype=float)
@@ -99,7 +106,7 @@ def tradeoff(summary: pd.DataFrame, x: str, x_label: str) -> bytes | None:
                 ha="right" if left else "left",
                 fontsize=8,
             )
-    front = pareto_front(xs, ys)
+    front = [] if probe_counts_differ(summary) else pareto_front(xs, ys)
     if front:
         ax.step(xs[front], ys[front], where="post", color=_FRONT, linewidth=1.5, label="Pareto front", zorder=2)
         ax.scatter(xs[front], ys[front], s=140, facecolors="none", edgecolors=_FRONT, linewidths=1.5, zorder=4)

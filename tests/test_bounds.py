@@ -392,3 +392,17 @@ def test_findings_of_strategies_run_on_different_probes_compare_no_means():
     lines = findings(partial, {"kind": "compare"})
     assert any(line.startswith("The strategies have run different numbers of probes so far (1 to ") for line in lines)
     assert not any(line.startswith(("Retrieval", "Pareto", "Of the F1 gap")) for line in lines), lines
+
+
+def test_plots_of_strategies_run_on_different_probes_draw_no_pareto_front(monkeypatch):
+    from flarebench.bench import html, plots
+
+    rows = _rows(ANSWERS)
+    first = rows["probe_id"] == rows["probe_id"].iloc[0]
+    partial = strategy_rows(summarize(rows[(rows["strategy"] != "flare_direct") | first], reference="single_time"))
+    fronts = []
+    monkeypatch.setattr(plots, "pareto_front", lambda *a: fronts.append(a) or [])
+    section = html._plots(partial, rows.iloc[0:0], {"kind": "compare"}, list(partial["strategy"]))
+    assert fronts == [] and section.count("No Pareto front yet: the strategies have run different numbers") == 2
+    html._plots(strategy_rows(summarize(rows, reference="single_time")), rows.iloc[0:0], {"kind": "compare"}, [])
+    assert len(fronts) == 2  # a finished run's two trade-off plots draw theirs
