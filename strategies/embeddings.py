@@ -13,7 +13,13 @@ import os
 
 import numpy as np
 
-from flarebench.strategies.lm import DEFAULT_MAX_RETRIES, DEFAULT_TIMEOUT, UNAVAILABLE_STATUS, LMError, LMUnavailable
+from flarebench.strategies.lm import (
+    DEFAULT_MAX_RETRIES,
+    DEFAULT_TIMEOUT,
+    UNAVAILABLE_STATUS,
+    EndpointError,
+    LMUnavailable,
+)
 
 #: The option that names the embeddings server, said when it cannot be reached.
 ADDRESS = "--embed-base-url"
@@ -51,7 +57,7 @@ class OpenAIEmbedder:
     def embed(self, texts: list[str]) -> np.ndarray:
         """One request: a (len(texts), dim) float32 array of unit vectors, in the order given. A reply
         that is not one vector of finite numbers per text, all as long as the canary's and none all
-        zeros, raises :class:`LMError` naming the endpoint, as a malformed LM reply does."""
+        zeros, raises :class:`EndpointError` naming the endpoint, as a malformed LM reply does."""
         import openai
 
         try:
@@ -64,7 +70,7 @@ class OpenAIEmbedder:
             message = f"--embed {self.name}: {self.base_url}/embeddings answered {e.status_code}: {e.message}"
             if e.status_code in UNAVAILABLE_STATUS:  # overloaded or down after the retries, as an LM server
                 raise LMUnavailable(message, ADDRESS) from None
-            raise LMError(message) from None
+            raise EndpointError(message) from None
         from flarebench.strategies.openai_lm import _short
 
         try:
@@ -108,9 +114,11 @@ class OpenAIEmbedder:
             raise self._bad(f"has an all-zero vector in data[{i}], which ranks nothing")
         return (vec / norm).astype(np.float32)
 
-    def _bad(self, problem: str) -> LMError:
+    def _bad(self, problem: str) -> EndpointError:
         """The one line refusing a reply that is no embeddings reply, naming the option that set the endpoint."""
-        return LMError(f"--embed {self.name}: the reply of --embed-base-url {self.base_url} to /embeddings {problem}")
+        return EndpointError(
+            f"--embed {self.name}: the reply of --embed-base-url {self.base_url} to /embeddings {problem}"
+        )
 
     def describe(self) -> dict:
         """What identifies the embeddings in run.json (never the key)."""

@@ -118,6 +118,11 @@ class LMError(RuntimeError):
     """The LM could not serve a request (bad model file, server failure, missing capability)."""
 
 
+class EndpointError(LMError):
+    """An endpoint beside the LM (--embed, --rerank) could not serve a request: handled as the LM's
+    own errors are, but named apart, so that a probe's recorded error says which service failed."""
+
+
 class LMUnavailable(LMError):
     """The LM cannot be reached at all (its server is down, refuses connections or keeps timing
     out after the retries): the run stops instead of recording an error for every probe left.

@@ -16,7 +16,7 @@ from dataclasses import replace
 from typing import Protocol
 
 from flarebench.strategies.embeddings import ADDRESS
-from flarebench.strategies.lm import LM, LMError, LMUnavailable, Prompt
+from flarebench.strategies.lm import LM, EndpointError, LMError, LMUnavailable, Prompt
 from flarebench.strategies.records import LMCall, Passage
 from flarebench.strategies.retriever import Lookup, Retriever
 
@@ -116,13 +116,15 @@ class EndpointReranker:
             hint = {401: " (check --embed-api-key-env)", 403: " (check --embed-api-key-env)"}.get(
                 e.status_code, " (no /rerank there: use --rerank lm)" if e.status_code in (404, 405) else ""
             )
-            raise LMError(f"--rerank {self.name}: {self.base_url}/rerank answered HTTP {e.status_code}{hint}") from None
+            raise EndpointError(
+                f"--rerank {self.name}: {self.base_url}/rerank answered HTTP {e.status_code}{hint}"
+            ) from None
         try:
             scores = [0.0] * len(documents)
             for r in reply["results"]:
                 scores[int(r["index"])] = float(r["relevance_score"])
         except (TypeError, KeyError, IndexError, ValueError):
-            raise LMError(
+            raise EndpointError(
                 f"--rerank {self.name}: {self.base_url}/rerank: the reply is not "
                 "{'results': [{'index', 'relevance_score'}]}"
             ) from None

@@ -359,6 +359,7 @@ def test_an_embeddings_key_in_a_variable_of_any_name_never_reaches_a_line_or_a_f
         code, out, err = run_cli("run", *options, "--embed", "openai:m", "--report-dir", str(run_dir))
     errors = [json.loads(line)["error"] for line in (run_dir / "traces.jsonl").read_text().splitlines()]
     assert code == 1 and all("Bearer ***" in e for e in errors), errors
+    assert all(e.startswith("EndpointError: --embed openai:m: ") for e in errors), errors  # not the LM's error
     assert files_holding(run_dir, secret) == [] and secret not in out + err
 
 
