@@ -246,6 +246,8 @@ def _bench_session(request: pytest.FixtureRequest):
             raise
         yield session
         try:
+            if session.gating.baseline is not None:  # gate.json names gated specs deselected with -k
+                session.gating.write_verdicts(session.run_dir)
             session.write_report()
         except BaseException:  # stopped as it wrote the report: marked (and written again) as any stop
             session.mark_interrupted()
@@ -352,6 +354,7 @@ def pytest_runtestloop(session: pytest.Session):
 def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
     bench = session.config.stash.get(_SESSION, None)
     if bench is None:
+        _no_bench_test_ran(session)
         return
     gating, notes = bench.gating, []
     if bench.judge_failure and session.exitstatus == 0:  # faithfulness was asked for and is missing
@@ -369,9 +372,31 @@ def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
     session.config.stash[_GATE_NOTES] = notes
 
 
+def _no_bench_test_ran(session: pytest.Session) -> None:
+    """A gate or a baseline asked for where every bench test was deselected (-k) checked and saved
+    nothing: said, and the session fails, as when some of the gated specs did not run."""
+    config = session.config
+    gating = config.stash.get(_GATING, None)
+    if gating is None or config.getoption("collectonly") or session.exitstatus not in (0, 5):
+        return
+    if not any(_collects_the_bench(a, config.invocation_params.dir) for a in config.args):
+        return  # a team's own suite, run with a gate in its config file
+    notes = []
+    if gating.baseline is not None:
+        notes.append(f"gate not passed: no bench test ran (deselected?), so {', '.join(gating.wanted)} went unchecked")
+    if gating.save_to is not None:
+        notes.append("baseline not saved: no bench test ran (deselected?)")
+    config.stash[_GATE_NOTES] = notes
+    session.exitstatus = pytest.ExitCode.TESTS_FAILED
+
+
 def pytest_terminal_summary(terminalreporter, exitstatus: int, config: pytest.Config) -> None:
     session = config.stash.get(_SESSION, None)
     if session is None:
+        if notes := config.stash.get(_GATE_NOTES, []):
+            terminalreporter.section("flarebench")
+            for note in notes:
+                terminalreporter.write_line(f"flarebench: {note}")
         return
     terminalreporter.section("flarebench")
     if session.lm_capabilities:

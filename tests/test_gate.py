@@ -774,6 +774,17 @@ def test_pytest_bench_gate_fails_the_breaking_strategys_test(pytester, tmp_path,
     assert "1 passed, 0 broken; not checked, as they did not run: single_time" in result.stdout.str()
     assert "gate not passed: single_time did not run (deselected?); gate it with --strategy" in result.stdout.str()
     assert result.ret == 1
+    # Only the reference selected, which is not gated: gate.json and the report still say what was not.
+    only = _save(tmp_path / "only", specs=("single_time",))
+    options = ["--limit", "3", "--report-dir", str(tmp_path / "r"), "--gate", str(only)]
+    result = _pytest_bench(pytester, *options, "-k", "no_retrieval")
+    assert result.ret == 1 and json.loads((tmp_path / "r" / "gate.json").read_text())["unchecked"] == ["single_time"]
+    assert "not checked" in (tmp_path / "r" / "report.html").read_text()
+    # Every bench test deselected: nothing was checked, which is said, and the session fails.
+    result = _pytest_bench(pytester, "--report-dir", str(tmp_path / "n"), "--gate", str(baseline), "-k", "nothing")
+    line = "flarebench: gate not passed: no bench test ran (deselected?), so no_retrieval, single_time went unchecked"
+    assert line in result.stdout.str()
+    assert result.ret == 1 and not (tmp_path / "n").exists()
     # A spec of the baseline left out of --strategy is not gated either, and the verdict says so.
     result = _pytest_bench(
         pytester,
