@@ -513,8 +513,8 @@ def missed_lines(table: pd.DataFrame, study: Mapping[str, Any]) -> list[str]:
             if goal.miss(dev) > goal.allowed(tolerance):
                 # Not the test part's doing: no value of the grid came nearer on dev either.
                 line += (
-                    "; it missed on dev already, where no value of the grid came nearer: `flarebench calibrate` "
-                    "with finer --values around it can"
+                    "; it missed on dev already, where no value of the grid came nearer: calibrate again with "
+                    "finer --values around it to come nearer"
                 )
             lines.append(line)
     return lines

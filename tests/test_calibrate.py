@@ -298,7 +298,7 @@ def test_the_table_shows_dev_and_test_figures_and_flags_a_miss_beyond_the_tolera
     [line] = missed_lines(calibration_table(summary, study), study)
     assert line.endswith(
         "against 0.97 on dev (tolerance 0.1); it missed on dev already, where no value of the grid came nearer: "
-        "`flarebench calibrate` with finer --values around it can"
+        "calibrate again with finer --values around it to come nearer"
     )
 
 
