@@ -136,9 +136,9 @@ RUN_OPTIONS: tuple[Option, ...] = (
     ),
     Option(
         "--lm-retries",
-        "retries of one --lm openai:MODEL request on a timeout, connection error, 408, 409, 429 or 5xx, with exponential "
-        "backoff (0.5, 1, 2, 4 s for the default 4, at most 8 s each, with jitter); after them the run stops and "
-        "can be resumed (default: 4)",
+        "retries of one --lm openai:MODEL request on a timeout, connection error, 408, 409, 429 or 5xx, with "
+        "exponential backoff (0.5, 1, 2, 4 s for the default 4, at most 8 s each, with jitter); after them the run "
+        "stops and can be resumed (default: 4)",
         type=int,
         metavar="N",
     ),

@@ -344,31 +344,38 @@ def build(
         raise CorpusError([f"{folder}:0: (folder): no Markdown, text, HTML or PDF files"])
     qfile = _questions_file(folder, questions)
     try:
-        asked = read_questions(qfile)
+        asked, problems = read_questions(qfile), []
     except QuestionError as e:
-        raise CorpusError(e.problems) from None
-    for name in skipped:
-        print(f"skipped {name}: not a supported format ({', '.join(sorted(FORMATS))})")
+        if not e.questions:
+            raise CorpusError(e.problems) from None
+        asked, problems = e.questions, e.problems  # said with any problem of the documents or gold sources
+    said = [f"skipped {name}: not a supported format ({', '.join(sorted(FORMATS))})" for name in skipped]
     count = TokenCounter()
     chunking = dataclasses.replace(chunking, tokenizer=count.name)
-    chunker, chunks, problems, formats = Chunker(chunking, count), [], [], Counter()
+    chunker, chunks, unread, formats = Chunker(chunking, count), [], [], Counter()
     for name in tqdm(files, desc="reading", unit="file", file=sys.stderr, delay=2):
         try:
             doc = read_document(folder, name)
         except DocumentError as e:
-            problems.append(str(e))
+            unread.append(str(e))
             continue
         if not (found := _chunks(doc, chunker)):
-            print(f"skipped {name}: no text (a scanned PDF has none to extract)")
+            said.append(f"skipped {name}: no text (a scanned PDF has none to extract)")
             skipped.append(name)  # listed as skipped in build.json and the README, not counted as read
             continue
         formats[doc.format] += 1
         chunks += found
-    if problems:
-        raise CorpusError(problems)
+    if unread:  # gold sources are matched once every document is read
+        raise CorpusError(problems + unread)
     if not chunks:
         raise CorpusError([f"{folder}:0: (folder): no text in any of its {len(files)} documents"])
-    probes = _probes(asked, qfile, chunks)
+    try:
+        probes = _probes(asked, qfile, chunks)
+    except CorpusError as e:
+        problems += e.problems
+    if problems:
+        raise CorpusError(problems)
+    print("\n".join(said), end="\n" if said else "")  # a build refused says only what to fix
     built = Built(out, dict(sorted(formats.items())), skipped, len(chunks), len(probes))
     record = {"source": str(folder), "files": built.files, "skipped": skipped, "chunks": len(chunks)}
     _write(

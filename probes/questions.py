@@ -31,11 +31,14 @@ _SEPARATOR = "|"
 
 
 class QuestionError(Exception):
-    """Questions that cannot be used; ``problems`` holds one ``FILE:LINE: FIELD: message`` line each."""
+    """Questions that cannot be used; ``problems`` holds one ``FILE:LINE: FIELD: message`` line each,
+    ``questions`` those of the file that are fine (so that what else is checked of them, their gold
+    sources against the documents, is said in the same round)."""
 
-    def __init__(self, problems: list[str]):
+    def __init__(self, problems: list[str], questions: list[Question] | None = None):
         super().__init__("\n".join(problems))
         self.problems = problems
+        self.questions = questions or []
 
 
 @dataclass
@@ -202,5 +205,5 @@ def read_questions(path: Path) -> list[Question]:
     if not rows and not problems:
         problems.append(f"{name}:0: (file): no questions")
     if problems:
-        raise QuestionError(problems)
+        raise QuestionError(problems, questions)
     return questions

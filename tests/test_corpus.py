@@ -238,6 +238,18 @@ def test_a_gold_source_that_matches_nothing(capsys, folder, tmp_path):
     )
 
 
+def test_a_bad_question_and_a_bad_gold_source_are_said_in_one_round(capsys, folder, tmp_path):
+    _edit_question(folder, 1, gold="release-notes.htm")
+    _edit_question(folder, 2, answer="the")
+    code, out = _build(capsys, folder, tmp_path / "set")
+    problems = [line for line in out.splitlines() if not line.startswith("skipped ")]
+    assert code == 2 and [p.split(": ")[0:2] for p in problems] == [
+        [f"{folder / 'questions.jsonl'}:2", "answer"],
+        [f"{folder / 'questions.jsonl'}:1", "gold[0]"],
+    ]
+    assert not (tmp_path / "set").exists()
+
+
 def test_a_gold_source_in_another_unicode_form_is_the_same_file(capsys, folder, tmp_path):
     # A file named on macOS (decomposed: "e" and an accent) and a name typed elsewhere (composed).
     import unicodedata
