@@ -161,6 +161,7 @@ def test_a_run_is_not_resumed_by_edited_plugin_code(tmp_path, scripted_lm):
     assert f"holds a run of a different configuration: plugins.{plugin} (was '" in line
 
 
+@pytest.mark.slow
 def test_a_calibration_is_not_resumed_with_another_split_or_goal(tmp_path, scripted_lm):
     command = ("calibrate", "--strategy", "flare_direct", "--limit", "6", "--report-dir", str(tmp_path / "cal"))
     code, out, err = run_cli(*command, "--target", "retrieval_rate=0.5", "--seed", "0")
