@@ -114,6 +114,7 @@ def pytest_configure(config: pytest.Config) -> None:
     except settings.SettingsError as e:
         raise _usage(str(e)) from None
     config.stash[_OPTIONS], config.stash[_SOURCES] = values, sources
+    config.pluginmanager.register(_MarkInterrupted(config))
     config.args = [_bench_arg(arg, config.invocation_params.dir) for arg in config.args]
     # Each xdist worker would open (and lock) the same run folder and time probes beside the others':
     # refused before anything is written, as the controller never collects. The fixture refuses a
@@ -264,6 +265,11 @@ def run_spec(request: pytest.FixtureRequest, bench_session):
     def run(spec: str):
         with capman.global_and_fixture_disabled(), _stop_if_lm_unreachable(request.config):
             try:
+                gating, ran = bench_session.gating, bench_session.results
+                if gating.baseline is not None and spec in gating.wanted and gating.reference not in ran:
+                    # The latency reference runs first even when its own test is deselected (-k):
+                    # every gated spec then runs after it, as in the full plan.
+                    bench_session.run(gating.reference)
                 return bench_session.run(spec)
             except KeyboardInterrupt:
                 # pytest stops here without tearing the run down as `flarebench run` does: what
@@ -349,6 +355,19 @@ def pytest_runtestloop(session: pytest.Session):
         if message := session.config.stash.get(_USAGE, None):
             raise pytest.UsageError(message) from None
         raise
+
+
+class _MarkInterrupted:
+    """Ctrl-C or SIGTERM outside a strategy's run (while pytest-benchmark times a probe, between
+    tests): run.json says the run was interrupted, as a stop inside a run does (``run_spec``)."""
+
+    def __init__(self, config: pytest.Config):
+        self.config = config
+
+    def pytest_keyboard_interrupt(self, excinfo) -> None:
+        bench = self.config.stash.get(_SESSION, None)
+        if bench is not None and not bench.interrupted:
+            bench.mark_interrupted()
 
 
 def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:

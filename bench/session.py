@@ -833,7 +833,9 @@ class BenchSession:
             broken = [spec for spec, verdict in gating.verdicts.items() if verdict]
             ran = set(strategy_rows(self.summary())["strategy"])
             unchecked = [spec for spec in gating.unchecked if spec not in ran]
-            unfinished = [spec for spec in gating.unchecked if spec in ran]
+            finished = {spec for spec in ran if len(self.results.get(spec, [])) == len(self.selected)}
+            unfinished = [spec for spec in gating.unchecked if spec in ran and spec not in finished]
+            stopped = [spec for spec in gating.unchecked if spec in finished]  # stopped before its check
             gated = {*gating.wanted, *gating.against.values(), gating.reference}
             unasked = [s for s in gating.baseline.metrics if s not in gated]
             lines.append(
@@ -843,6 +845,7 @@ class BenchSession:
                 + "".join(f"; {spec} against the baseline's {base}" for spec, base in gating.against.items())
                 # A gated spec that never ran passed nothing: said, so that "0 broken" is not read as a pass.
                 + (f"; not checked, as they did not finish: {', '.join(unfinished)}" if unfinished else "")
+                + (f"; not checked, as the run stopped before their check: {', '.join(stopped)}" if stopped else "")
                 + (f"; not checked, as they did not run: {', '.join(unchecked)}" if unchecked else "")
                 + (f"; not gated in this run (not asked for): {', '.join(unasked)}" if unasked else "")
             )

@@ -954,3 +954,34 @@ def test_ctrl_c_under_a_gated_pytest_bench_says_what_was_not_checked_and_how_to_
     verdicts = json.loads((tmp_path / "r" / "gate.json").read_text())
     assert verdicts["passed"] == {} and verdicts["unchecked"] == ["single_time"]
     assert "<code>single_time</code>: <b>not checked</b>" in (tmp_path / "r" / "report.html").read_text()
+
+
+@pytest.mark.slow
+def test_ctrl_c_outside_a_strategys_run_marks_the_pytest_bench_run_interrupted(
+    pytester, tmp_path, monkeypatch, oracle, capsys
+):
+    # Stopped between a spec's probes and its check (as while pytest-benchmark times a probe):
+    # run.json says interrupted, not partial, and the session says how to run again.
+    baseline = _save(tmp_path)
+
+    def stop(self, spec, summary):
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(Gating, "check", stop)
+    args = ("--strategy", "single_time", "--limit", "3", "--report-dir", str(tmp_path / "r"), "--gate", str(baseline))
+    capsys.readouterr()
+    result = pytester.inline_run(str(ROOT / "bench"), "-p", "no:cacheprovider", *args, no_reraise_ctrlc=True)
+    assert result.ret == pytest.ExitCode.INTERRUPTED
+    assert json.loads((tmp_path / "r" / "run.json").read_text())["status"] == "interrupted"
+    out = capsys.readouterr().out
+    assert "flarebench: interrupted; finished probes are kept" in out
+    assert "not checked, as the run stopped before their check: single_time" in out  # all its probes had run
+
+
+@pytest.mark.slow
+def test_the_latency_reference_runs_first_when_its_test_is_deselected(pytester, tmp_path, oracle):
+    baseline = _save(tmp_path, specs=("single_time",))
+    args = ("--limit", "3", "--report-dir", str(tmp_path / "r"), "--gate", str(baseline), "-k", "single_time")
+    assert _pytest_bench(pytester, *args).ret == 0
+    order = [json.loads(line)["strategy"] for line in (tmp_path / "r" / "traces.jsonl").read_text().splitlines()]
+    assert order == ["no_retrieval"] * 3 + ["single_time"] * 3  # as in the full plan: no spec pays for going first
