@@ -391,14 +391,15 @@ def _same_strategy(specs: list[str], baseline: Baseline) -> dict[str, str]:
     return pairs
 
 
-def _saved_specs(path: Path) -> list[str]:
-    """The specs of the baseline at ``path``, which ``--save-baseline`` will replace ([] when there is
-    no file). Any other file there is refused before the run (GateError): a mistyped path must not
-    overwrite a project's file."""
+def _replaced(path: Path) -> tuple[list[str], dict[str, Any] | None]:
+    """The specs and tolerances of the baseline at ``path``, which ``--save-baseline`` will replace
+    (``[], None`` when there is no file): a team's edited tolerances are kept in the new one. Any
+    other file there is refused before the run (GateError): a mistyped path must not overwrite a
+    project's file."""
     try:
         text = path.read_text(encoding="utf-8")
     except FileNotFoundError:
-        return []
+        return [], None
     except (OSError, UnicodeDecodeError):
         text = ""
     try:
@@ -410,7 +411,14 @@ def _saved_specs(path: Path) -> list[str]:
             f"--save-baseline {path}: the file exists and is not a flarebench baseline; it is left as it is: "
             "choose another file, or remove it"
         )
-    return list(data["metrics"])
+    try:
+        tolerances = with_always_gated(validate_tolerances(data.get("tolerances", {})))
+    except GateError as e:
+        raise GateError(
+            f"--save-baseline {path}:{line_of(text, 'tolerances', *e.keys)}: {e}; the new baseline keeps this file's "
+            "tolerances: mend them, or remove the file"
+        ) from None
+    return list(data["metrics"]), tolerances
 
 
 def _once_each(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
@@ -510,6 +518,7 @@ class Gating:
     difference: str | None = None  # the config difference accepted with --gate-across-configs
     fp: dict[str, Any] | None = None  # this run's fingerprint (set by :meth:`bind`)
     replaces: list[str] = field(default_factory=list)  # the specs of the baseline --save-baseline overwrites
+    kept_tolerances: bool = False  # its tolerances, edited away from the defaults, are kept in the new one
     # A changed spec gated across configurations -> the baseline's spec of the same strategy.
     against: dict[str, str] = field(default_factory=dict)
     verdicts: dict[str, list[str]] = field(default_factory=dict)
@@ -546,7 +555,7 @@ class Gating:
                 check_input_file("--gate", gate)
         except PathError as e:
             raise GateError(str(e)) from None
-        replaces = _saved_specs(Path(save_baseline)) if save_baseline else []
+        replaces, kept = _replaced(Path(save_baseline)) if save_baseline else ([], None)
         baseline = load_baseline(gate) if gate else None
         if gate_across_configs and baseline is None:
             raise GateError("--gate-across-configs applies to --gate, which was not given")
@@ -565,7 +574,7 @@ class Gating:
             base_tolerances, reference = baseline.tolerances, baseline.reference
         else:
             wanted = expand(strategy)
-            base_tolerances, reference = dict(DEFAULT_TOLERANCES), DEFAULT_REFERENCE
+            base_tolerances, reference = kept or dict(DEFAULT_TOLERANCES), DEFAULT_REFERENCE
             against = {}
         return cls(
             baseline=baseline,
@@ -576,6 +585,7 @@ class Gating:
             wanted=wanted,
             specs=[reference] + [s for s in wanted if s != reference],
             replaces=replaces,
+            kept_tolerances=baseline is None and kept is not None and kept != with_always_gated(DEFAULT_TOLERANCES),
             against=against,
         )
 
@@ -740,6 +750,8 @@ class Gating:
         except OSError as e:
             return f"baseline not saved: {self.save_to} cannot be written ({e.strerror or e})"
         notes = [f"baseline saved: {self.save_to} ({', '.join(self.wanted)})"]
+        if self.kept_tolerances:
+            notes.append("it keeps the tolerances edited in the baseline it replaced")
         dropped = [s for s in self.replaces if s not in self.wanted]
         if dropped:
             # A baseline holds one run's specs: the ones this run left out are no longer gated.

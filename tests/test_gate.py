@@ -556,6 +556,26 @@ def _save(tmp_path, *extra, specs=("single_time",), limit="3"):
     return baseline
 
 
+def test_a_baseline_saved_again_keeps_the_tolerances_edited_in_it(tmp_path, oracle):
+    baseline = _save(tmp_path)
+    doc = json.loads(baseline.read_text())
+    doc["tolerances"] = {**doc["tolerances"], "em": {"max_drop": 0.34}, "recall": {"max_drop": 0.05}}
+    baseline.write_text(json.dumps(doc))
+    options = ("--strategy", "single_time", "--limit", "3", "--save-baseline", str(baseline))
+    code, out, err = run_cli(*options, "--report-dir", str(tmp_path / "again"), "--tolerance", "f1=0.2")
+    assert code == 0 and "it keeps the tolerances edited in the baseline it replaced" in out, out + err
+    kept = json.loads(baseline.read_text())["tolerances"]
+    assert kept["em"] == {"max_drop": 0.34} and kept["recall"] == {"max_drop": 0.05}  # the team's edits
+    assert kept["f1"] == {"max_drop": 0.2}  # and the command line's, over them
+    # Tolerances that no longer read are said before the run, not dropped by the save.
+    baseline.write_text(json.dumps({**doc, "tolerances": {"em": {"max_drop": "a lot"}}}))
+    code, out, err = run_cli(*options, "--report-dir", str(tmp_path / "bad"))
+    assert (
+        code == 2 and err.startswith(f"flarebench: --save-baseline {baseline}:1: tolerances.em") and "mend them" in err
+    )
+    assert not (tmp_path / "bad").exists()
+
+
 @pytest.mark.slow
 def test_console_script_saves_a_baseline_and_gates_against_it(tmp_path, oracle):
     baseline = _save(tmp_path)
