@@ -747,8 +747,12 @@ class Gating:
         try:  # checked before the run, but a place can still refuse (a full disk, /proc as root)
             self.save_to.parent.mkdir(parents=True, exist_ok=True)
             write_atomic(self.save_to, json.dumps(doc, indent=2) + "\n")
-        except OSError as e:
-            return f"baseline not saved: {self.save_to} cannot be written ({e.strerror or e})"
+        except OSError as e:  # write_atomic's WriteError names the file and why already
+            return (
+                f"baseline not saved: {e}"
+                if e.strerror is None
+                else f"baseline not saved: {self.save_to} cannot be written ({e.strerror})"
+            )
         notes = [f"baseline saved: {self.save_to} ({', '.join(self.wanted)})"]
         if self.kept_tolerances:
             notes.append("it keeps the tolerances edited in the baseline it replaced")

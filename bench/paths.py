@@ -6,6 +6,7 @@ one line (``--report-dir x: is a file, not a folder``) instead of a traceback at
 from __future__ import annotations
 
 import os
+import tempfile
 from pathlib import Path
 
 from flarebench.strategies.retriever import CACHE_ENV, cache_root
@@ -37,6 +38,16 @@ def _creatable(flag: str, path: Path) -> None:
         raise PathError(f"{flag} {path}: cannot be created: {ancestor} is a file, not a folder")
     if not os.access(ancestor, os.W_OK | os.X_OK):
         raise PathError(f"{flag} {path}: cannot be created: {ancestor} is not writable")
+    _try_writing(f"{flag} {path}: cannot be created", ancestor)
+
+
+def _try_writing(what: str, folder: Path) -> None:
+    """Make and remove a folder in ``folder``: some places refuse even root, whose permission bits
+    say yes (``/proc``, ``/sys``, a read-only mount), and only trying tells."""
+    try:
+        os.rmdir(tempfile.mkdtemp(prefix=".flarebench-check-", dir=folder))
+    except OSError as e:
+        raise PathError(f"{what}: {folder} refuses it ({e.strerror or e})") from None
 
 
 def check_folder(flag: str, path: str | os.PathLike) -> None:
@@ -47,6 +58,7 @@ def check_folder(flag: str, path: str | os.PathLike) -> None:
             raise PathError(f"{flag} {path}: is a file, not a folder")
         if not os.access(path, os.W_OK | os.X_OK):
             raise PathError(f"{flag} {path}: folder not writable")
+        _try_writing(f"{flag} {path}: folder not writable", path)
         return
     _creatable(flag, path)
 
@@ -62,6 +74,8 @@ def check_input_file(flag: str, path: str | os.PathLike) -> None:
         raise PathError(f"{flag} {path}: not found{below}")
     if not os.access(path, os.R_OK):
         raise PathError(f"{flag} {path}: not readable")
+    if not path.is_file():  # /dev/zero would be read for ever
+        raise PathError(f"{flag} {path}: not a regular file")
 
 
 def check_output_file(flag: str, path: str | os.PathLike) -> None:
@@ -70,10 +84,13 @@ def check_output_file(flag: str, path: str | os.PathLike) -> None:
     path = Path(path)
     if path.is_dir():
         raise PathError(f"{flag} {path}: is a folder, not a file")
+    if path.exists() and not path.is_file():  # a device (/dev/zero) or a pipe: no file to replace
+        raise PathError(f"{flag} {path}: not a regular file")
     parent = Path(os.path.abspath(path)).parent
     if parent.is_dir():
         if not os.access(parent, os.W_OK | os.X_OK):
             raise PathError(f"{flag} {path}: cannot be written: {parent} is not writable")
+        _try_writing(f"{flag} {path}: cannot be written", parent)
         return
     _creatable(flag, path)
 

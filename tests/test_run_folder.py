@@ -56,7 +56,10 @@ def paths(tmp_path):
     f.write_text("x")
     d = tmp_path / "folder"
     d.mkdir()
-    return {"FILE": f, "DIR": d, "BELOW": f / "sub", "MISSING": tmp_path / "missing"}
+    # /proc refuses a new folder whatever its permission bits say (root's included); /dev/null is
+    # no regular file (reading /dev/zero would never end).
+    places = {"PROC": Path("/proc/flarebench/sub"), "DEVICE": Path("/dev/null")}
+    return {"FILE": f, "DIR": d, "BELOW": f / "sub", "MISSING": tmp_path / "missing", **places}
 
 
 @pytest.mark.parametrize(
@@ -73,6 +76,12 @@ def paths(tmp_path):
         ("--gate", "MISSING", "--gate {MISSING}: not found"),
         ("--save-baseline", "DIR", "--save-baseline {DIR}: is a folder, not a file"),
         ("--save-baseline", "BELOW", "--save-baseline {BELOW}: cannot be created: {FILE} is a file, not a folder"),
+        ("--save-baseline", "PROC", "--save-baseline {PROC}: cannot be created: /proc "),
+        ("--save-baseline", "DEVICE", "--save-baseline {DEVICE}: not a regular file"),
+        ("--cache", "PROC", "--cache {PROC}: cannot be created: /proc "),
+        ("--report-dir", "PROC", "--report-dir {PROC}: cannot be created: /proc "),
+        ("--gate", "DEVICE", "--gate {DEVICE}: not a regular file"),
+        ("--prices", "DEVICE", "--prices {DEVICE}: not a regular file"),
         ("--probes", "MISSING", "no probe set named or at '{MISSING}'; shipped probe sets: "),
         ("--probes", "BELOW", "no probe set named or at '{BELOW}'; shipped probe sets: "),
         (
