@@ -19,7 +19,7 @@ import sys
 from pathlib import Path
 
 from flarebench.bench.interrupt import TERMINATED_EXIT, Terminated, sigterm_interrupts
-from flarebench.bench.options import DEFAULTS_NOTE, DEV_FRACTION, PLUGIN, RUN_OPTIONS, TOLERANCE
+from flarebench.bench.options import DEFAULTS_NOTE, DEV_FRACTION, PLUGIN, RUN_OPTIONS, TOLERANCE, Parser
 from flarebench.bench.paths import WriteError
 from flarebench.bench.runner import resume_hint
 from flarebench.strategies.lm import LMUnavailable
@@ -786,7 +786,7 @@ def _add_scoring_options(parser: argparse.ArgumentParser) -> None:
 
 
 def build_parser() -> argparse.ArgumentParser:
-    ap = argparse.ArgumentParser(
+    ap = Parser(
         prog="flarebench",
         description="Benchmark retrieval strategies for RAG: run, compare, calibrate and sweep them; score runs.",
     )

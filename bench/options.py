@@ -25,6 +25,25 @@ DEV_FRACTION = 0.3
 TOLERANCE = 0.1
 
 
+class Parser(argparse.ArgumentParser):
+    """An argument parser whose mistakes are one line (``flarebench run: error: argument --limit:
+    invalid int value: 'abc'; see flarebench run --help``), not a usage block of twenty, and which
+    refuses an empty value given to any option (``--reference ''`` meant the default, silently).
+    Its subcommands' parsers are of the same class."""
+
+    def error(self, message: str):
+        self.exit(2, f"{self.prog}: error: {message}; see {self.prog} --help\n")
+
+    def parse_known_args(self, args=None, namespace=None):
+        parsed, unknown = super().parse_known_args(args, namespace)
+        for action in self._actions:
+            value = getattr(parsed, action.dest, None)
+            if value == "" or (isinstance(value, list) and "" in value):
+                name = action.option_strings[0] if action.option_strings else action.metavar or action.dest
+                self.error(f"argument {name}: must not be empty")
+        return parsed, unknown
+
+
 @dataclass(frozen=True)
 class Option:
     """One run option: ``--flag`` with its help text and default."""

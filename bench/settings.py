@@ -29,9 +29,6 @@ PYPROJECT = "pyproject.toml"
 
 #: Options whose value is a path: read relative to the config file's folder.
 _PATH_OPTIONS = {"report_dir", "save_baseline", "gate", "prices", "cache"}
-#: Options whose empty value on the command line is refused: an empty path meant the current
-#: folder (--probes) or no value at all (--cache ran without a cache), silently.
-_NOT_EMPTY = _PATH_OPTIONS | {"probes"}
 #: The value sources run.json names besides a config file's path.
 COMMAND_LINE, DEFAULT = "command line", "default"
 
@@ -117,16 +114,16 @@ def resolve(
     """Every run option's value (by dest) and where it came from: the command line (``given``, where
     None means not given), else the config file (unless ``given`` holds the option's ``--no-NAME``),
     else ``defaults`` (a command's own), else the option's default. Sources name only the options
-    that hold a value. An empty path on the command line raises SettingsError, as in the file, and
-    so does an option given beside its ``--no-NAME``."""
+    that hold a value. An empty value on the command line raises SettingsError, as in the file (an
+    empty path meant the current folder, or no value at all, silently), and so does an option given
+    beside its ``--no-NAME``."""
     values, sources = {}, {}
     for opt in RUN_OPTIONS:
         negated = given.get(opt.negated_dest)
         if given.get(opt.dest) is not None:
             if negated:
                 raise SettingsError(f"{opt.flag} and {opt.negation} given together; give one")
-            if opt.dest in _NOT_EMPTY:
-                _refuse_empty(given[opt.dest], opt.flag)
+            _refuse_empty(given[opt.dest], opt.flag)
             values[opt.dest], source = given[opt.dest], COMMAND_LINE
         elif opt.dest in settings.values and not negated:
             values[opt.dest], source = settings.values[opt.dest], str(settings.path)

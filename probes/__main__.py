@@ -11,6 +11,8 @@ import os
 import sys
 from pathlib import Path
 
+from flarebench.bench.options import Parser
+
 from .load import PROBE_FORMATS, ProbeError, load_probe_set, resolve, shipped_names
 from .validate import check_folder
 
@@ -81,7 +83,7 @@ def _corpus(args: argparse.Namespace) -> int:
 
 def main(argv: list[str] | None = None) -> int:
     """Run the CLI; returns the exit status."""
-    ap = argparse.ArgumentParser(prog="python -m flarebench.probes", description="List and validate probe sets.")
+    ap = Parser(prog="python -m flarebench.probes", description="List and validate probe sets.")
     sub = ap.add_subparsers(dest="command", required=True)
     sub.add_parser("list", help="one line per shipped probe set: name, probe count, licence")
     v = sub.add_parser("validate", help="check a probe folder, a shipped name or an official dataset file")
