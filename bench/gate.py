@@ -58,6 +58,7 @@ from flarebench.bench.lines import line_of
 from flarebench.bench.metrics import OPTIONAL_COLUMNS, SUMMARY_COLUMNS
 from flarebench.bench.scorers.latency import FEW
 from flarebench.bench.scorers.registry import HIGHER, LOWER, WORSE_KINDS, columns
+from flarebench.probes.json_errors import strict_loads
 
 VERSION = 1
 
@@ -421,16 +422,6 @@ def _replaced(path: Path) -> tuple[list[str], dict[str, Any] | None]:
     return list(data["metrics"]), tolerances
 
 
-def _once_each(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
-    """A JSON object whose keys are all different: a tolerance given twice by hand (the last one
-    would win unseen, loosening the gate) is refused."""
-    obj = dict(pairs)
-    if len(obj) < len(pairs):
-        twice = next(k for i, (k, _) in enumerate(pairs) if k in dict(pairs[:i]))
-        raise ValueError(f"key {twice!r} given twice in one object")
-    return obj
-
-
 def load_baseline(path: str | Path) -> Baseline:
     """Read and validate a baseline file; GateError (``FILE: what is wrong``) otherwise."""
     path = Path(path)
@@ -441,7 +432,7 @@ def load_baseline(path: str | Path) -> Baseline:
     except (OSError, UnicodeDecodeError) as e:
         raise GateError(f"{path}: cannot read the baseline ({e})") from None
     try:
-        data = json.loads(text, object_pairs_hook=_once_each)
+        data = strict_loads(text)
     except ValueError as e:
         raise GateError(f"{path}: not a flarebench baseline: not valid JSON ({e})") from None
     if not isinstance(data, dict) or "version" not in data or "metrics" not in data:

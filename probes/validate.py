@@ -14,7 +14,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field
 
 from flarebench.bench.answers import normalize_answer, normalize_value
-from flarebench.probes.json_errors import JSON_ERRORS, invalid_json
+from flarebench.probes.json_errors import JSON_ERRORS, invalid_json, strict_loads
 
 from .model import ANSWER_TYPES, find_licence
 
@@ -68,7 +68,7 @@ def read_jsonl(path: str, data: bytes, problems: list[str]) -> list[tuple[int, d
         if not text.strip():
             continue
         try:
-            obj = json.loads(text)
+            obj = strict_loads(text)
         except JSON_ERRORS as e:
             problems.append(f"{path}:{n}: (json): {invalid_json(e)}")
             continue

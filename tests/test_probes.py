@@ -117,6 +117,19 @@ def test_json_refused_beyond_syntax_names_file_and_line(tmp_path):
     assert only_problem(folder) == f"{folder / 'probes.jsonl'}:3: (json): invalid JSON: nested too deeply to read"
 
 
+@pytest.mark.parametrize(
+    "line, said",
+    [
+        ('{"id": "p3", "id": "p9", "question": "q", "answers": ["a"]}', "key 'id' given twice in one object"),
+        ('{"id": "p3", "question": "q", "answers": ["a"], "metadata": {"hops": NaN}}', "NaN is no JSON number"),
+    ],
+)
+def test_a_key_given_twice_or_a_nan_is_refused_not_taken_silently(tmp_path, line, said):
+    # json takes both (the last id wins; NaN is counted as no value), which a hand-edited file never means.
+    folder = write_set(tmp_path / "s", probes=_lines(PROBES[:2]) + [line])
+    assert only_problem(folder).startswith(f"{folder / 'probes.jsonl'}:3: (json): invalid JSON: {said}")
+
+
 def test_a_file_of_a_byte_order_mark_and_blank_lines_holds_nothing(tmp_path):
     # As an empty file: a run over it would score no probe, and say nothing.
     folder = write_set(tmp_path / "s")
