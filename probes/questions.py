@@ -63,6 +63,10 @@ def _csv(text: str, where: str, problems: list[str]) -> list[tuple[int, dict]]:
     reader = csv.DictReader(io.StringIO(text, newline=""))
     rows = []
     try:
+        twice = [c for i, c in enumerate(reader.fieldnames or []) if c in (reader.fieldnames or [])[:i]]
+        if twice:  # each row would keep the last column's cell, the others' unseen
+            problems.append(f"{where}:1: {twice[0]}: a column given twice in the header")
+            return []
         for row in reader:
             if None in row:  # more cells than the header names
                 problems.append(f"{where}:{reader.line_num}: (csv): more cells than the header has columns")

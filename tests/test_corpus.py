@@ -488,6 +488,17 @@ def test_a_bad_long_question_is_one_line_naming_its_field(capsys, folder, tmp_pa
     assert line == f"{folder / 'questions.jsonl'}:{problem}"
 
 
+@pytest.mark.parametrize("header", ["question,answer,answer", "question,answer,metadata.team,metadata.team"])
+def test_a_csv_column_given_twice_is_refused_not_read_as_its_last_cell(capsys, folder, tmp_path, header):
+    (folder / "questions.jsonl").unlink()
+    (folder / "questions.csv").write_text(f"{header}\nHow long does the upgrade take?,12 minutes,payments,search\n")
+    twice = header.rpartition(",")[2]
+    assert (
+        _one_problem(capsys, folder, tmp_path / "set")
+        == f"{folder / 'questions.csv'}:1: {twice}: a column given twice in the header"
+    )
+
+
 def test_long_questions_in_csv_are_refused_in_one_line(capsys, folder, tmp_path):
     (folder / "questions.jsonl").unlink()
     (folder / "questions.csv").write_text('question,answer_type,required_facts\n"Walk me through it.",long,"[]"\n')
