@@ -119,6 +119,9 @@ def load_claims(path: str | Path = CLAIMS, split: str = "test") -> list[Labelled
         for name, kind in _FIELDS.items():
             if not isinstance(rec.get(name), kind):
                 raise bad(name, f"missing or not a {kind.__name__}")
+        for name in ("id", "set", "claim", "kind"):
+            if not rec[name].strip():  # an empty claim is judged, and counted, as any other
+                raise bad(name, "must not be empty")
         if rec["split"] not in ("dev", "test"):
             raise bad("split", f"{rec['split']!r} is neither dev nor test")
         if not all(isinstance(d, str) for d in rec["doc_ids"]):

@@ -98,6 +98,7 @@ def test_a_claims_file_of_ones_own_with_its_own_corpus(tmp_path, capsys):
         ("not json", ":1: (json): invalid JSON: Expecting value"),
         (json.dumps(GOOD | {"supported": "yes"}), ":1: supported: missing or not a bool"),
         (json.dumps({k: v for k, v in GOOD.items() if k != "claim"}), ":1: claim: missing or not a str"),
+        (json.dumps(GOOD | {"claim": " "}), ":1: claim: must not be empty"),
         (json.dumps(GOOD | {"split": "train"}), ":1: split: 'train' is neither dev nor test"),
         (json.dumps(GOOD | {"doc_ids": ["nope"]}), ":1: doc_ids: not in"),
         (json.dumps(GOOD | {"set": "no-such-set"}), ":1: set: no corpus for 'no-such-set'"),
