@@ -12,6 +12,7 @@ import functools
 import hashlib
 import json
 import platform
+import shlex
 import shutil
 import sys
 import time
@@ -191,7 +192,7 @@ class BenchSession:
         try:
             self.probe_set = load_probe_set(self.probes, self.probes_format)
         except ProbeError as e:
-            raise ConfigError(_probe_problem(self.probes, e), option="--probes") from None
+            raise ConfigError(_probe_problem(self.probes, self.probes_format, e), option="--probes") from None
         if hidden := shadowed(self.probes):
             kind = "folder" if hidden.is_dir() else "file"
             note = f"--probes {self.probes} is the shipped set, not the {kind} {hidden} here (give ./{hidden} for that)"
@@ -938,9 +939,13 @@ def _clear(run_dir: Path) -> None:
             entry.unlink()
 
 
-def _probe_problem(source: str, error: ProbeError) -> str:
-    """A probe set's problems in one line: the first, and how to see them all."""
+def _probe_problem(source: str, fmt: str, error: ProbeError) -> str:
+    """A probe set's problems in one line: the first, and how to see them all (read as the run
+    read it: a format named with --probes-format is named to the validator too)."""
     lines = str(error).splitlines() or [""]
     if len(lines) == 1:
         return lines[0]
-    return f"{lines[0]} (and {len(lines) - 1} more; `python -m flarebench.probes validate {source}` lists them)"
+    command = shlex.join(
+        ["python", "-m", "flarebench.probes", "validate", source, *(["--format", fmt] if fmt != "auto" else [])]
+    )
+    return f"{lines[0]} (and {len(lines) - 1} more; `{command}` lists them)"

@@ -683,3 +683,14 @@ def test_an_edit_that_keeps_ids_and_modification_time_is_loaded(tmp_path):
     ps = load_probe_set(str(path))
     assert ps.probes[0].answers == ["Mumbai"]
     assert ps.probes_hash == hashlib.sha256(path.read_bytes()).hexdigest()
+
+
+def test_the_validate_command_a_run_suggests_reads_the_file_as_the_run_did():
+    from flarebench.bench.session import _probe_problem
+
+    error = ProbeError("hp.json:1: sample_id: missing required field\nhp.json:1: qa_pairs: missing required field")
+    assert _probe_problem("hp.json", "asqa", error).endswith(
+        "(and 1 more; `python -m flarebench.probes validate hp.json --format asqa` lists them)"
+    )
+    quoted = "`python -m flarebench.probes validate 'my set'` lists them)"
+    assert _probe_problem("my set", "auto", error).endswith(quoted)
