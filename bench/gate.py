@@ -545,7 +545,10 @@ class Gating:
             if gate:
                 check_input_file("--gate", gate)
         except PathError as e:
-            raise GateError(str(e)) from None
+            # A team's first CI run: there is no baseline yet, and the line says how to make one.
+            first = bool(gate) and not Path(gate).exists() and Path(gate).parent.is_dir() and not save_baseline
+            hint = f"; make one first: pytest bench --no-gate --save-baseline {gate}" if first else ""
+            raise GateError(f"{e}{hint}") from None
         replaces, kept = _replaced(Path(save_baseline)) if save_baseline else ([], None)
         baseline = load_baseline(gate) if gate else None
         if gate_across_configs and baseline is None:
@@ -688,6 +691,7 @@ class Gating:
             "passed": {spec: not lines for spec, lines in self.verdicts.items()},
             "broken": {spec: lines for spec, lines in self.verdicts.items() if lines},
             "unchecked": self.unchecked,
+            "against": self.against,  # a spec gated across configurations -> the baseline's spec it met
         }
         write_atomic(Path(run_dir) / GATE_JSON, json.dumps(info, indent=2) + "\n")
 

@@ -6,10 +6,13 @@ from __future__ import annotations
 
 import functools
 import json
+import os
 import re
 import shlex
+import shutil
 import subprocess
 import sys
+import textwrap
 import time
 from pathlib import Path
 
@@ -1005,3 +1008,45 @@ def test_the_latency_reference_runs_first_when_its_test_is_deselected(pytester, 
     assert _pytest_bench(pytester, *args).ret == 0
     order = [json.loads(line)["strategy"] for line in (tmp_path / "r" / "traces.jsonl").read_text().splitlines()]
     assert order == ["no_retrieval"] * 3 + ["single_time"] * 3  # as in the full plan: no spec pays for going first
+
+
+def _job_summary_script() -> str:
+    """The shell of the GitHub template's "Job summary" step, as the runner gets it (the block
+    scalar under ``run: |``, its indentation removed)."""
+    lines = (ROOT / "bench" / "templates" / "init" / "bench" / "ci" / "github-actions.yml").read_text().splitlines()
+    start = next(i for i, line in enumerate(lines) if line.strip() == "- name: Job summary")
+    run = next(i for i in range(start, len(lines)) if lines[i].strip() == "run: |")
+    indent = len(lines[run]) - len(lines[run].lstrip())
+    block = []
+    for line in lines[run + 1 :]:
+        if line.strip() and len(line) - len(line.lstrip()) <= indent:
+            break
+        block.append(line)
+    return textwrap.dedent("\n".join(block)) + "\n"
+
+
+@pytest.mark.slow
+def test_the_ci_templates_job_summary_gives_the_verdict_first_and_a_refusal_when_no_run_began(tmp_path, oracle):
+    baseline = _save(tmp_path)
+    oracle.right = {"pw-0001"}  # single_time breaks the gate: EM falls by a third
+    work = tmp_path / "repo"
+    code, _, _ = run_cli("--limit", "3", "--report-dir", str(work / "runs" / "ci"), "--gate", str(baseline))
+    assert code == 1
+
+    def summary() -> str:
+        out = tmp_path / "summary.md"
+        out.write_text("")
+        env = {**os.environ, "GITHUB_STEP_SUMMARY": str(out)}
+        subprocess.run(["bash", "-eo", "pipefail", "-c", _job_summary_script()], cwd=work, env=env, check=True)
+        return out.read_text()
+
+    text = summary()
+    assert text.startswith(
+        f"## Gate against {baseline}\n- single_time: BROKEN\n  - em: baseline 0.666667, new 0.333333"
+    )
+    assert "| single_time " in text and "## Columns" not in text  # the table, not its 100 lines of definitions
+    # Refused before it began (no baseline yet): no run folder, and the line from the log says why.
+    shutil.rmtree(work / "runs" / "ci")
+    refusal = "ERROR: flarebench: --gate bench/baseline.json: not found; make one first: pytest bench --no-gate ..."
+    (work / "runs" / "bench.log").write_text(f"collecting ...\n{refusal}\n")
+    assert summary() == f"\n**flarebench said:**\n\n```\n{refusal}\n```\n"

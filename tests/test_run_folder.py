@@ -73,7 +73,11 @@ def paths(tmp_path):
         ("--prices", "MISSING", "--prices {MISSING}: not found"),
         ("--prices", "BELOW", "--prices {BELOW}: not found ({FILE} is a file, not a folder)"),
         ("--gate", "DIR", "--gate {DIR}: is a folder, not a file"),
-        ("--gate", "MISSING", "--gate {MISSING}: not found"),
+        (
+            "--gate",
+            "MISSING",
+            "--gate {MISSING}: not found; make one first: pytest bench --no-gate --save-baseline {MISSING}",
+        ),
         ("--save-baseline", "DIR", "--save-baseline {DIR}: is a folder, not a file"),
         ("--save-baseline", "BELOW", "--save-baseline {BELOW}: cannot be created: {FILE} is a file, not a folder"),
         ("--save-baseline", "PROC", "--save-baseline {PROC}: cannot be created: /proc "),
