@@ -774,12 +774,19 @@ class Gating:
         few = [f for s in self.wanted if (f := _few_probes(rows[s], doc["metrics"][s].get("latency_p95_ratio"), bound))]
         if few and self.tolerances.get("latency_p95_ratio"):
             notes.append(f"its latency_p95_ratio {few[0]}")
-        quality = [m for m, bound in self.tolerances.items() if bound and DIRECTIONS.get(m) == HIGHER and m != "n"]
-        if quality and all(_number(rows[s].get(m)) in (0, None) for s in self.wanted for m in quality):
-            # A metric at 0 cannot drop: such a gate watches cost and latency only.
+        if quality := self.quality_at_zero({s: rows[s] for s in self.wanted}):
             notes.append(
                 f"{', '.join(quality)} {'is' if len(quality) == 1 else 'are'} 0 for every spec, so no drop in "
                 "answer quality can break this gate: bound a metric that is above 0 too (e.g. --tolerance "
                 "recall=max_drop:0.05 --tolerance faithfulness=max_drop:0.1)"
             )
         return "; ".join(notes)
+
+    def quality_at_zero(self, rows: dict[str, dict[str, Any]]) -> list[str]:
+        """The bounded quality metrics (higher is better) that are 0 or missing in every row of
+        ``rows`` (spec -> its values), when all are: a metric at 0 cannot drop, so such a gate
+        watches cost and latency only. [] otherwise."""
+        quality = [m for m, bound in self.tolerances.items() if bound and DIRECTIONS.get(m) == HIGHER and m != "n"]
+        if quality and all(_number(row.get(m)) in (0, None) for row in rows.values() for m in quality):
+            return quality
+        return []

@@ -1050,3 +1050,17 @@ def test_the_ci_templates_job_summary_gives_the_verdict_first_and_a_refusal_when
     refusal = "ERROR: flarebench: --gate bench/baseline.json: not found; make one first: pytest bench --no-gate ..."
     (work / "runs" / "bench.log").write_text(f"collecting ...\n{refusal}\n")
     assert summary() == f"\n**flarebench said:**\n\n```\n{refusal}\n```\n"
+
+
+def test_a_gate_whose_baseline_quality_is_zero_says_so_every_time_it_gates(tmp_path, oracle):
+    oracle.right = set()  # every answer wrong: EM and F1 at 0 cannot drop
+    baseline = _save(tmp_path)
+    code, out, err = run_cli("--limit", "3", "--report-dir", str(tmp_path / "gate"), "--gate", str(baseline))
+    assert (
+        code == 0
+        and (
+            "gate note: em, f1 are 0 in the baseline for every gated spec, so no drop in answer quality can break this "
+            "gate (it watches cost and latency)"
+        )
+        in out
+    ), out
