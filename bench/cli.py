@@ -136,7 +136,9 @@ def _calibrate(args: argparse.Namespace) -> int:
     args.budget = _once(args.budget, "--budget", "a calibration has one goal")
     if not args.strategy:
         raise UserError("calibrate needs --strategy SPEC: the strategy whose budget knob is calibrated")
-    if bool(args.target) == bool(args.budget):
+    if args.target and args.budget:
+        raise UserError(f"calibrate takes one goal, --target {args.target} or --budget {args.budget}: give one")
+    if not args.target and not args.budget:
         raise UserError(
             "calibrate needs one goal: --target METRIC=VALUE, or --objective METRIC --budget METRIC<=VALUE (or >=)"
         )

@@ -439,7 +439,9 @@ def load_baseline(path: str | Path) -> Baseline:
         raise GateError(f'{path}: not a flarebench baseline (expected a JSON object with "version" and "metrics")')
     if data["version"] != VERSION:
         raise GateError(
-            f"{path}: baseline version {data['version']!r} is not supported (this flarebench reads {VERSION})"
+            f"{path}: baseline version {data['version']!r}"
+            + (f" (a {type(data['version']).__name__})" if not isinstance(data["version"], int) else "")
+            + f" is not supported (this flarebench reads the number {VERSION})"
         )
 
     def bad(keys: tuple[str, ...], what: str) -> GateError:

@@ -85,7 +85,7 @@ def load_table(path: str | Path) -> dict[str, dict[str, Any]]:
     entry is one PriceError line naming the file, the line and the field."""
     path = Path(path)
     try:
-        text = path.read_text(encoding="utf-8")
+        text = path.read_text(encoding="utf-8-sig")  # an editor's byte-order mark is no TOML statement
         data = tomllib.loads(text)
     except FileNotFoundError:
         raise PriceError(f"{path}: price file not found") from None

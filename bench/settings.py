@@ -49,6 +49,8 @@ def find(start: Path) -> Path | None:
     """The config file that applies in ``start``: the nearest folder upwards holding a
     ``flarebench.toml`` or a ``pyproject.toml`` with a ``[tool.flarebench]`` table."""
     for folder in [start, *start.parents]:
+        if (folder / CONFIG_FILE).is_dir():  # meant as the file, never read: said, not passed by
+            raise SettingsError(f"{folder / CONFIG_FILE}: is a folder, not a config file; remove or rename it")
         if (folder / CONFIG_FILE).is_file():
             if has_table(folder / PYPROJECT):  # documented, but a table edited in vain would go unsaid
                 print(

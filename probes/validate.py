@@ -393,7 +393,8 @@ def check_folder(path, *, require_readme: bool = False) -> Checked:
             out.problems.append(f"{readme_path}:0: (file): no 'Licence: ...' line")
     elif require_readme:
         why = "a shipped probe set needs source, licence, how made"
-        out.problems.append(f"{readme_path}:0: (file): not found ({why})")
+        found_as = "is a folder, not a file" if os.path.isdir(readme_path) else "not found"
+        out.problems.append(f"{readme_path}:0: (file): {found_as} ({why})")
     return out
 
 

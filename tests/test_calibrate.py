@@ -400,6 +400,10 @@ def test_a_gate_from_the_config_file_is_named_by_its_line_when_a_calibration_ref
             "single_time: nothing to calibrate",
         ),
         (["calibrate", "--strategy", "flare_direct"], "calibrate needs one goal"),
+        (
+            ["calibrate", "--strategy", "flare_direct", "--target", "retrieval_rate=0.5", "--budget", "f1>=0.2"],
+            "calibrate takes one goal, --target retrieval_rate=0.5 or --budget f1>=0.2: give one",
+        ),
         # A goal given to the other option would run as the other kind (a target bisected, a cap gridded).
         (
             ["calibrate", "--strategy", "flare_direct", "--budget", "retrieval_rate=0.3"],

@@ -257,7 +257,8 @@ def _baseline_doc():
             'not a flarebench baseline (expected a JSON object with "version"',
         ),
         ("[1, 2]", "not a flarebench baseline"),
-        (lambda d: {**d, "version": 2}, "baseline version 2 is not supported (this flarebench reads 1)"),
+        (lambda d: {**d, "version": 2}, "baseline version 2 is not supported (this flarebench reads the number 1)"),
+        (lambda d: {**d, "version": "1"}, "baseline version '1' (a str) is not supported (this flarebench reads the "),
         (lambda d: {**d, "metrics": {"single_time": {"em": "high"}}}, "metrics.single_time.em: not a number: 'high'"),
         (
             lambda d: {**d, "metrics": {"single_time": {"n": -5}}},

@@ -82,3 +82,9 @@ def test_bad_price_files_are_one_line_errors(tmp_path, text, message):
     assert str(e.value).startswith(f"{f}{message}") and "\n" not in str(e.value), str(e.value)
     with pytest.raises(PriceError, match="not found"):
         load_table(tmp_path / "none.toml")
+
+
+def test_a_price_table_an_editor_began_with_a_byte_order_mark_is_read(tmp_path):
+    f = tmp_path / "p.toml"
+    f.write_text('[models."m"]\nprompt_per_1m = 1\ncompletion_per_1m = 2\n', encoding="utf-8-sig")
+    assert load_table(f)["m"]["completion_per_1m"] == 2

@@ -249,6 +249,11 @@ def test_readme_optional_unless_required(tmp_path):
     assert validate(folder) == []
     why = "a shipped probe set needs source, licence, how made"
     assert validate(folder, require_readme=True) == [f"{folder / 'README.md'}:0: (file): not found ({why})"]
+    (folder / "README.md").mkdir()
+    assert validate(folder, require_readme=True) == [
+        f"{folder / 'README.md'}:0: (file): is a folder, not a file ({why})"
+    ]
+    (folder / "README.md").rmdir()
     (folder / "README.md").write_text("# s\n\nLicence: CC0-1.0\n")
     assert validate(folder, require_readme=True) == []
     assert load_probe_set(str(folder)).licence == "CC0-1.0"

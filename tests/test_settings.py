@@ -30,6 +30,10 @@ def test_the_nearest_file_applies_and_a_pyproject_needs_its_table(tmp_path):
     near = _write(tmp_path / "a", "flarebench.toml", "limit = 3\n")
     assert find(deep) == near
     assert load(deep) == Settings(near, {"limit": 3})
+    near.unlink()
+    near.mkdir()  # a folder of the file's name would be passed by unsaid, the file above applying
+    with pytest.raises(SettingsError, match=f"^{near}: is a folder, not a config file; remove or rename it$"):
+        load(deep)
 
 
 def test_values_are_typed_and_paths_are_relative_to_the_file(tmp_path):
