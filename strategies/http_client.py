@@ -177,6 +177,10 @@ def base_url_problem(url: str) -> str | None:
     if not is_http_url(url):
         return f"{redact_url(url)!r} is not an http:// or https:// URL"
     parts = urllib.parse.urlsplit(url)
+    try:
+        parts.port  # noqa: B018 (read to check: a port beyond 65535 would be "connection refused" later)
+    except ValueError:
+        return f"{redact_url(url)}: the port is not one of 0 to 65535"
     if parts.query or parts.fragment:
         return f"{redact_url(url)}: a query string or fragment cannot be kept (give a key in a variable)"
     return None

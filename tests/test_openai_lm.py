@@ -467,6 +467,7 @@ def test_a_base_url_that_is_no_endpoint_is_refused_before_it_is_asked(monkeypatc
         "ftp://x": "--lm-base-url: 'ftp://x' is not an http:// or https:// URL",
         "http://127.0.0.1:1/v1?api_key=sk-in-url": "--lm-base-url: http://127.0.0.1:1/v1?api_key=***: a query string",
         "http://127.0.0.1:1/v1#frag": "--lm-base-url: http://127.0.0.1:1/v1#***: a query string",
+        "http://127.0.0.1:99999/v1": "--lm-base-url: http://127.0.0.1:99999/v1: the port is not one of 0 to 65535",
     }
     for url, message in cases.items():
         with pytest.raises(ValueError, match=re.escape(message)) as e:
