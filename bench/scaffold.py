@@ -11,6 +11,7 @@ so a failed init leaves the folder as it was.
 from __future__ import annotations
 
 import contextlib
+import shlex
 import tomllib
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -101,4 +102,14 @@ def init(target: Path) -> Scaffold:
                 else:
                     path.unlink()
         raise PathError(f"{flag} {target}: cannot write {e.filename or dest} ({e.strerror or e})") from None
+    probes = target / "bench" / "probes"
+    if any(probes in path.parents for path in done.kept):  # a set of the team's own: the bench runs on it
+        from flarebench.probes.validate import validate
+
+        if problems := validate(probes):
+            more = f" (and {len(problems) - 1} more)" if len(problems) > 1 else ""
+            done.todo.append(
+                f"{problems[0]}{more}: mend the probe set kept in {probes} before the bench runs on it "
+                f"(python -m flarebench.probes validate {shlex.quote(str(probes))} lists its problems)"
+            )
     return done

@@ -44,6 +44,14 @@ def test_init_writes_every_template_and_overwrites_nothing(tmp_path):
     assert "@FLAREBENCH" not in (repo / "bench" / "ci" / "github-actions.yml").read_text()
 
 
+def test_init_over_a_broken_probe_set_of_the_teams_own_says_what_to_mend(tmp_path):
+    (tmp_path / "bench" / "probes").mkdir(parents=True)
+    (tmp_path / "bench" / "probes" / "probes.jsonl").write_text('{"id": "p1", "question": "q"}\n')
+    (todo,) = init(tmp_path).todo
+    assert todo.startswith(f"{tmp_path / 'bench' / 'probes'}/") and "mend the probe set kept in" in todo
+    assert init(tmp_path / "fresh").todo == []  # the example set init writes is whole
+
+
 def test_init_keeps_a_pyprojects_table_instead_of_adding_a_config_file(tmp_path):
     (tmp_path / "pyproject.toml").write_text('[tool.flarebench]\nprobes = "nq"\n')
     done = init(tmp_path)
