@@ -50,10 +50,25 @@ def _missing_settings(pyproject: Path) -> list[str]:
     return [line for line in settings if line.split("=")[0].strip() not in table]
 
 
+#: The packages whose versions a run's configuration records (the retriever's and the LM's
+#: describe()): a CI job that installed a newer one than its baseline's would be refused as another
+#: configuration on every pull request after their release, so the jobs pin them.
+RECORDED = ("bm25s", "llama-cpp-python")
+
+
 def _requirement() -> str:
-    """The pip requirement the CI jobs install: this version, when it is known."""
+    """The pip requirements the CI jobs install: this version of flarebench, when it is known, and
+    the versions installed here of the packages a baseline records."""
+    from importlib import metadata
+
     v = version()
-    return "flarebench" if v == "unknown" else f"flarebench=={v}"
+    pins = ["flarebench" if v == "unknown" else f"flarebench=={v}"]
+    for name in RECORDED:
+        try:
+            pins.append(f"{name}=={metadata.version(name)}")
+        except metadata.PackageNotFoundError:
+            continue
+    return " ".join(pins)
 
 
 def init(target: Path) -> Scaffold:

@@ -40,8 +40,12 @@ def test_init_writes_every_template_and_overwrites_nothing(tmp_path):
     from flarebench.probes.validate import check_folder
 
     assert check_folder(repo / "bench" / "probes", require_readme=True).problems == []
-    # The CI jobs install this version of flarebench.
-    assert "@FLAREBENCH" not in (repo / "bench" / "ci" / "github-actions.yml").read_text()
+    # The CI jobs install this version of flarebench, and the versions a baseline records.
+    from importlib import metadata
+
+    job = (repo / "bench" / "ci" / "github-actions.yml").read_text()
+    assert "@FLAREBENCH" not in job
+    assert f" bm25s=={metadata.version('bm25s')} llama-cpp-python=={metadata.version('llama-cpp-python')}\n" in job
 
 
 def test_init_over_a_broken_probe_set_of_the_teams_own_says_what_to_mend(tmp_path):
