@@ -91,6 +91,8 @@ ALWAYS_GATED: dict[str, dict[str, float]] = {c.name: dict(c.tolerance) for c in 
 #: Default tolerances, written into every new baseline: those the scorers declare, then the latency
 #: ratio's. They absorb the small cross-machine drift of docs/design.md (a few flipped probes on a
 #: probe set of ~50; a short smoke run stores looser ones in its own baseline).
+#: The columns whose values lie within 0 and 1 (rates, shares, scores).
+_SHARES = frozenset(c.name for c in columns() if c.share)
 DEFAULT_TOLERANCES: dict[str, dict[str, float] | None] = {
     **{c.name: dict(c.tolerance) for c in columns() if c.tolerance is not None},
     "latency_p95_ratio": {"max_rise_rel": 0.25},
@@ -479,6 +481,9 @@ def load_baseline(path: str | Path) -> Baseline:
             # The always-gated columns count probes: a baseline's must be whole numbers >= 0.
             if metric in ALWAYS_GATED and value is not None and (value < 0 or value != int(value)):
                 raise bad(("metrics", spec, metric), f"expected a count (a whole number >= 0), got {value!r}")
+            # A rate or a score edited out of its range (em: -5) would pass every gate unseen.
+            if metric in _SHARES and value is not None and not 0 <= value <= 1:
+                raise bad(("metrics", spec, metric), f"expected a share from 0 to 1, got {value!r}")
             row[metric] = _number(value)
         metrics[spec] = row
     try:

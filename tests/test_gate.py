@@ -261,6 +261,10 @@ def _baseline_doc():
         (lambda d: {**d, "version": "1"}, "baseline version '1' (a str) is not supported (this flarebench reads the "),
         (lambda d: {**d, "metrics": {"single_time": {"em": "high"}}}, "metrics.single_time.em: not a number: 'high'"),
         (
+            lambda d: {**d, "metrics": {"single_time": {"em": -5}}},
+            "metrics.single_time.em: expected a share from 0 to 1",
+        ),
+        (
             lambda d: {**d, "metrics": {"single_time": {"n": -5}}},
             "metrics.single_time.n: expected a count (a whole number >= 0), got -5",
         ),
