@@ -200,7 +200,7 @@ def test_a_baseline_that_cannot_be_written_is_said_in_one_line(tmp_path):
     (tmp_path / "b.json").mkdir()
     gating = Gating(save_to=tmp_path / "b.json", reference="no_retrieval", wanted=["single_time"])
     note = gating.save(summary)
-    assert note.startswith(f"baseline not saved: {tmp_path / 'b.json'} cannot be written (") and "\n" not in note
+    assert note.startswith(f"baseline not saved: {tmp_path / 'b.json'}: cannot be written (") and "\n" not in note
     assert [p.name for p in tmp_path.iterdir()] == ["b.json"]  # no temporary file left
 
 
