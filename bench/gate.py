@@ -91,12 +91,12 @@ ALWAYS_GATED: dict[str, dict[str, float]] = {c.name: dict(c.tolerance) for c in 
 #: Default tolerances, written into every new baseline: those the scorers declare, then the latency
 #: ratio's. They absorb the small cross-machine drift of docs/design.md (a few flipped probes on a
 #: probe set of ~50; a short smoke run stores looser ones in its own baseline).
-#: The columns whose values lie within 0 and 1 (rates, shares, scores).
-_SHARES = frozenset(c.name for c in columns() if c.share)
 DEFAULT_TOLERANCES: dict[str, dict[str, float] | None] = {
     **{c.name: dict(c.tolerance) for c in columns() if c.tolerance is not None},
     "latency_p95_ratio": {"max_rise_rel": 0.25},
 }
+#: The columns whose values lie within 0 and 1 (rates, shares, scores).
+_SHARES = frozenset(c.name for c in columns() if c.share)
 
 _SLACK = 1e-9
 
