@@ -216,12 +216,15 @@ def findings(summary: pd.DataFrame, study: dict) -> list[str]:
     if "calibration" in study:
         out += calibration_lines(calibration_table(summary, study), study)
     if probe_counts_differ(summary):
-        counts = pd.to_numeric(summary["n"], errors="coerce")
+        pending = list(summary.attrs.get("pending", []))
+        counts = [*pd.to_numeric(summary["n"], errors="coerce"), *([0] if pending else [])]
         # A run stopped (or going on) part-way: means over different probes compare nothing. The
         # paired findings (deltas, harms) stand; the others wait until every strategy has every probe.
         out.append(
-            f"The strategies have run different numbers of probes so far ({int(counts.min())} to "
-            f"{int(counts.max())}): findings that compare their means wait until the run is finished; the "
+            f"The strategies have run different numbers of probes so far ({int(min(counts))} to "
+            f"{int(max(counts))}"
+            + (f"; not started: {', '.join(pending)}" if pending else "")
+            + "): findings that compare their means wait until the run is finished; the "
             "deltas, and adoption.md, pair the probes both have."
         )
         return out + [f for f in (_deltas(summary),) if f] + _harms(summary)

@@ -76,7 +76,10 @@ def tokens_frame(summary: pd.DataFrame) -> pd.DataFrame:
 
 def probe_counts_differ(summary: pd.DataFrame) -> bool:
     """Whether the strategies have run different numbers of probes (a run stopped or going on
-    part-way): their means are then over different probes, and comparing them compares nothing."""
+    part-way; a strategy not started yet, ``attrs["pending"]``, has run none): their means are then
+    over different probes, and comparing them compares nothing."""
+    if summary.attrs.get("pending"):
+        return True
     return "n" in summary.columns and pd.to_numeric(summary["n"], errors="coerce").nunique() > 1
 
 

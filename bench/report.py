@@ -241,7 +241,7 @@ def format_table(summary: pd.DataFrame, fmt: str = "github", compact: bool = Fal
 
 
 _STATUS_LINE = (
-    "**Run status: {status}.** Not every strategy has run every probe yet (`n` says how many each has): "
+    "**Run status: {status}.** Not every strategy has run every probe yet (`n` says how many each has{pending}): "
     "read the rows as they stand, and {finish}.\n\n"
 )
 #: A calibration stopped on its dev probes has no test figures yet (bench/calibrate.py).
@@ -283,7 +283,9 @@ def write_summary(
     # Both files say when the run has not finished: their rows are partial.
     status_line = (
         (_STATUS_LINE_DEV if study and "goal" in study and "calibration" not in study else _STATUS_LINE).format(
-            status=status, finish=_FINISH_GATED if gated else _FINISH
+            status=status,
+            finish=_FINISH_GATED if gated else _FINISH,
+            pending=f"; not started yet: {', '.join(summary.attrs['pending'])}" if summary.attrs.get("pending") else "",
         )
         if status not in (None, "complete")
         else ""

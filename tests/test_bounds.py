@@ -406,3 +406,17 @@ def test_plots_of_strategies_run_on_different_probes_draw_no_pareto_front(monkey
     assert fronts == [] and section.count("No Pareto front yet: the strategies have run different numbers") == 2
     html._plots(strategy_rows(summarize(rows, reference="single_time")), rows.iloc[0:0], {"kind": "compare"}, [])
     assert len(fronts) == 2  # a finished run's two trade-off plots draw theirs
+
+
+def test_a_strategy_not_started_holds_the_findings_and_the_pareto_front_back():
+    # Stopped between strategies: every row has all its probes, but flare_direct has none yet.
+    from flarebench.bench import html
+
+    rows = _rows(ANSWERS)
+    order = list(dict.fromkeys(rows["strategy"]))
+    partial = summarize(rows[rows["strategy"] != "flare_direct"], order=order, reference="single_time")
+    lines = findings(partial, {"kind": "compare"})
+    assert any("(0 to " in line and "; not started: flare_direct)" in line for line in lines), lines
+    assert not any(line.startswith(("Retrieval", "Pareto", "Of the F1 gap")) for line in lines), lines
+    section = html._plots(strategy_rows(partial), rows.iloc[0:0], {"kind": "compare"}, order)
+    assert "No Pareto front yet" in section
