@@ -1013,6 +1013,14 @@ def test_the_latency_reference_runs_first_when_its_test_is_deselected(pytester, 
     assert _pytest_bench(pytester, *args).ret == 0
     order = [json.loads(line)["strategy"] for line in (tmp_path / "r" / "traces.jsonl").read_text().splitlines()]
     assert order == ["no_retrieval"] * 3 + ["single_time"] * 3  # as in the full plan: no spec pays for going first
+    # A reference the baseline gates too, run for single_time's test: gated there, not "did not run".
+    both = _save(tmp_path / "both", specs=("no_retrieval", "single_time"))
+    args = ("--limit", "3", "--report-dir", str(tmp_path / "b"), "--gate", str(both), "-k", "single_time")
+    result = _pytest_bench(pytester, *args)
+    assert (
+        result.ret == 0 and f"gate {both} (latency reference no_retrieval): 2 passed, 0 broken" in result.stdout.str()
+    )
+    assert json.loads((tmp_path / "b" / "gate.json").read_text())["unchecked"] == []
 
 
 def _job_summary_script() -> str:
