@@ -170,17 +170,25 @@ def is_http_url(url: str) -> bool:
         return False
 
 
+def port_problem(url: str) -> str | None:
+    """Why the port of ``url`` (an http URL) is none, else None: read now, a port beyond 65535 would
+    be "connection refused" after the retries, and a run folder opened for nothing."""
+    try:
+        urllib.parse.urlsplit(url).port  # noqa: B018 (read to check)
+    except ValueError:
+        return f"{redact_url(url)}: the port is not one of 0 to 65535"
+    return None
+
+
 def base_url_problem(url: str) -> str | None:
     """Why ``url`` cannot be an OpenAI-compatible endpoint's base URL, else None: it must be an
     ``http://`` or ``https://`` URL without a query string or fragment (the openai client appends
     its paths to the URL's text, so ``/v1?key=K`` would become ``/v1?key=K/completions``)."""
     if not is_http_url(url):
         return f"{redact_url(url)!r} is not an http:// or https:// URL"
+    if problem := port_problem(url):
+        return problem
     parts = urllib.parse.urlsplit(url)
-    try:
-        parts.port  # noqa: B018 (read to check: a port beyond 65535 would be "connection refused" later)
-    except ValueError:
-        return f"{redact_url(url)}: the port is not one of 0 to 65535"
     if parts.query or parts.fragment:
         return f"{redact_url(url)}: a query string or fragment cannot be kept (give a key in a variable)"
     return None

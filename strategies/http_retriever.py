@@ -27,7 +27,7 @@ import json
 from collections.abc import Iterable
 from typing import Any
 
-from flarebench.strategies.http_client import JSONEndpoint, is_http_url, redact_url, short
+from flarebench.strategies.http_client import JSONEndpoint, is_http_url, port_problem, redact_url, short
 from flarebench.strategies.lm import DEFAULT_MAX_RETRIES, DEFAULT_TIMEOUT
 from flarebench.strategies.records import Passage
 from flarebench.strategies.retriever import CorpusDoc, Retriever
@@ -63,6 +63,8 @@ class HttpRetriever(Retriever):
                 "--retriever http:URL needs an http:// or https:// URL "
                 f"(http:http://HOST:PORT/PATH), got {redact_url(url)!r}"
             )
+        if problem := port_problem(url):
+            raise ValueError(f"--retriever http:URL: {problem}")
         return cls(
             url,
             corpus,

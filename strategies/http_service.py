@@ -33,7 +33,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from flarebench.strategies.base import Strategy
-from flarebench.strategies.http_client import JSONEndpoint, is_http_url, redact_url
+from flarebench.strategies.http_client import JSONEndpoint, is_http_url, port_problem, redact_url
 from flarebench.strategies.http_client import ServiceError as ServiceError  # re-exported: this strategy's errors
 from flarebench.strategies.http_client import ServiceUnavailable as ServiceUnavailable
 from flarebench.strategies.lm import DEFAULT_MAX_RETRIES, DEFAULT_TIMEOUT, LM
@@ -67,6 +67,8 @@ class HTTPService(Strategy):
             raise ValueError("needs url=URL, the endpoint each question is POSTed to (http:url=http://HOST:PORT/PATH)")
         if not is_http_url(self.url):
             raise ValueError(f"url must be an http:// or https:// URL, got {redact_url(self.url)!r}")
+        if problem := port_problem(self.url):
+            raise ValueError(f"url {problem}")
         if redact_url(self.url) != self.url:
             raise ValueError(
                 "url holds credentials, a key-like query parameter or a fragment, which run.json and every trace "

@@ -136,6 +136,10 @@ def test_the_spec_is_http_and_a_full_url():
         with pytest.raises(ValueError, match=r"^--retriever http:URL needs an http:// or https:// URL") as e:
             make_retriever(spec, corpus=[])
         assert "\n" not in str(e.value)
+    with pytest.raises(
+        ValueError, match=r"^--retriever http:URL: http://h:99999/s: the port is not one of 0 to 65535$"
+    ):
+        make_retriever("http:http://h:99999/s", corpus=[])
 
 
 def test_a_bad_spec_is_a_usage_error_in_one_line(scripted_lm, tmp_path):

@@ -119,6 +119,8 @@ def test_http_is_known_but_not_in_all_and_needs_a_url():
         parse_spec("http")
     with pytest.raises(SpecError, match="url must be an http:// or https:// URL"):
         parse_spec("http:url=127.0.0.1:8000")
+    with pytest.raises(SpecError, match="url http://h:99999/x: the port is not one of 0 to 65535"):
+        parse_spec("http:url=http://h:99999/x")
     # A key in the URL would be recorded with the spec everywhere; the refusal does not show it either.
     for url in (
         "http://user:sk-SECRET123@127.0.0.1/answer",
