@@ -25,6 +25,12 @@ DEV_FRACTION = 0.3
 TOLERANCE = 0.1
 
 
+def is_blank(value: Any) -> bool:
+    """Whether ``value`` is text of nothing but whitespace (``--report-dir ' '`` made a folder named
+    by a space)."""
+    return isinstance(value, str) and not value.strip()
+
+
 class Parser(argparse.ArgumentParser):
     """An argument parser whose mistakes are one line (``flarebench run: error: argument --limit:
     invalid int value: 'abc'; see flarebench run --help``), not a usage block of twenty, and which
@@ -38,7 +44,7 @@ class Parser(argparse.ArgumentParser):
         parsed, unknown = super().parse_known_args(args, namespace)
         for action in self._actions:
             value = getattr(parsed, action.dest, None)
-            if value == "" or (isinstance(value, list) and "" in value):
+            if is_blank(value) or (isinstance(value, list) and any(is_blank(v) for v in value)):
                 name = action.option_strings[0] if action.option_strings else action.metavar or action.dest
                 self.error(f"argument {name}: must not be empty")
         return parsed, unknown

@@ -21,7 +21,7 @@ from pathlib import Path
 from typing import Any
 
 from flarebench.bench.lines import line_of
-from flarebench.bench.options import RUN_OPTIONS, Option
+from flarebench.bench.options import RUN_OPTIONS, Option, is_blank
 from flarebench.probes.load import is_shipped_name
 
 CONFIG_FILE = "flarebench.toml"
@@ -138,8 +138,8 @@ def resolve(
 
 
 def _refuse_empty(raw: Any, where: str) -> None:
-    """SettingsError when ``raw`` is the empty string, or a list holding one."""
-    if raw == "" or (isinstance(raw, list) and "" in raw):
+    """SettingsError when ``raw`` is empty (or blank) text, or a list holding one."""
+    if is_blank(raw) or (isinstance(raw, list) and any(is_blank(r) for r in raw)):
         raise SettingsError(f"{where}: must not be empty")
 
 

@@ -770,7 +770,7 @@ def test_a_values_list_is_read_in_order():
             "--budget: nothing to calibrate: single_time, no_retrieval have no budget knob",
         ),
         (
-            ["calibrate", "--strategy", "flare_direct", "--target", "retrieval_rate=0.5", "--values", " "],
+            ["calibrate", "--strategy", "flare_direct", "--target", "retrieval_rate=0.5", "--values", ","],
             "--values: no value given",
         ),
         (

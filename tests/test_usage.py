@@ -47,6 +47,7 @@ def test_an_unknown_option_is_said_with_the_commands_usage(capsys, argv, said):
         (["agreement", "--claims", ""], "flarebench agreement: error: argument --claims: must not be empty"),
         (["init", ""], "flarebench init: error: argument DIR: must not be empty"),
         (["run", "--lm-base-url", ""], "flarebench run: error: argument --lm-base-url: must not be empty"),
+        (["run", "--report-dir", " "], "flarebench run: error: argument --report-dir: must not be empty"),
     ],
 )
 def test_a_value_of_the_wrong_kind_or_empty_is_one_line(capsys, argv, said):
