@@ -699,6 +699,7 @@ class Gating:
             "broken": {spec: lines for spec, lines in self.verdicts.items() if lines},
             "unchecked": self.unchecked,
             "against": self.against,  # a spec gated across configurations -> the baseline's spec it met
+            "notes": self.notes(),
         }
         write_atomic(Path(run_dir) / GATE_JSON, json.dumps(info, indent=2) + "\n")
 
@@ -788,6 +789,17 @@ class Gating:
                 "recall=max_drop:0.05 --tolerance faithfulness=max_drop:0.1)"
             )
         return "; ".join(notes)
+
+    def notes(self) -> list[str]:
+        """What a reader of the gate's verdict must know besides it (said with it, and in gate.json):
+        a baseline whose answer quality is 0 for every gated spec cannot see quality drop."""
+        base = {s: self.baseline.metrics[self.against.get(s, s)] for s in self.wanted} if self.baseline else {}
+        if quality := self.quality_at_zero(base):
+            return [
+                f"{', '.join(quality)} {'is' if len(quality) == 1 else 'are'} 0 in the baseline for every gated spec, "
+                "so no drop in answer quality can break this gate (it watches cost and latency)"
+            ]
+        return []
 
     def quality_at_zero(self, rows: dict[str, dict[str, Any]]) -> list[str]:
         """The bounded quality metrics (higher is better) that are 0 or missing in every row of
