@@ -83,9 +83,15 @@ def init(target: Path) -> Scaffold:
     pyproject = target / PYPROJECT
     defaults_in_pyproject = has_table(pyproject)
     todo: list[tuple[Path, Path]] = []  # (template, destination) of the files to write
+    # A probe set is one whole: a folder of the team's own gets none of the example's files mixed in.
+    probes = target / "bench" / "probes"
+    own_set = probes.is_dir() and any(probes.iterdir())
     for source in sorted(p for p in TEMPLATES.rglob("*") if p.is_file()):
         dest = target / str(source.relative_to(TEMPLATES)).removesuffix(_SUFFIX)
-        if dest.name == CONFIG_FILE and defaults_in_pyproject:
+        if own_set and probes in dest.parents:
+            if dest.is_file():
+                done.kept.append(dest)
+        elif dest.name == CONFIG_FILE and defaults_in_pyproject:
             done.kept.append(pyproject)
             done.settings = f"{PYPROJECT} [tool.flarebench]"
             if missing := _missing_settings(pyproject):
@@ -117,8 +123,7 @@ def init(target: Path) -> Scaffold:
                 else:
                     path.unlink()
         raise PathError(f"{flag} {target}: cannot write {e.filename or dest} ({e.strerror or e})") from None
-    probes = target / "bench" / "probes"
-    if any(probes in path.parents for path in done.kept):  # a set of the team's own: the bench runs on it
+    if own_set:  # the bench runs on it: said now if it cannot
         from flarebench.probes.validate import validate
 
         if problems := validate(probes):

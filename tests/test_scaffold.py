@@ -53,6 +53,8 @@ def test_init_over_a_broken_probe_set_of_the_teams_own_says_what_to_mend(tmp_pat
     (tmp_path / "bench" / "probes" / "probes.jsonl").write_text('{"id": "p1", "question": "q"}\n')
     (todo,) = init(tmp_path).todo
     assert todo.startswith(f"{tmp_path / 'bench' / 'probes'}/") and "mend the probe set kept in" in todo
+    # None of the example set's files is mixed into it (its corpus.jsonl would not hold the team's ids).
+    assert sorted(p.name for p in (tmp_path / "bench" / "probes").iterdir()) == ["probes.jsonl"]
     assert init(tmp_path / "fresh").todo == []  # the example set init writes is whole
 
 
