@@ -202,25 +202,31 @@ def _plots(summary: pd.DataFrame, rows: pd.DataFrame, study: dict, order: list[s
     if summary.empty:
         return "<p>No probe has finished yet: nothing to plot.</p>"
     cost_col, cost_label, cost_note = plots.cost_axis(summary)
-    front = (
-        " No Pareto front yet: the strategies have run different numbers of probes so far, so their means are "
-        "over different probes."
-        if plots.probe_counts_differ(summary)
-        else ""
-    )
+    if plots.probe_counts_differ(summary):
+        joins = with_front = ""
+        front = (
+            " No Pareto front yet: the strategies have run different numbers of probes so far, so their means "
+            "are over different probes."
+        )
+    else:
+        joins, with_front, front = (
+            "; the Pareto front joins the strategies no other one beats on both",
+            ", with the Pareto front",
+            "",
+        )
     parts = [
         _figure(
             plots.tradeoff(summary, cost_col, cost_label),
             "plot-cost",
             "F1 against cost per question",
-            "Answer quality (F1 of the stated answer) against cost per question; the Pareto front joins the "
-            "strategies no other one beats on both (up and to the left is better)." + cost_note + front,
+            f"Answer quality (F1 of the stated answer) against cost per question{joins} (up and to the left is "
+            "better)." + cost_note + front,
         ),
         _figure(
             plots.tradeoff(summary, "latency_p95_s", "p95 latency per question (s)"),
             "plot-latency",
             "F1 against p95 latency",
-            "Answer quality against the 95th percentile of wall time per question, with the Pareto front." + front,
+            f"Answer quality against the 95th percentile of wall time per question{with_front}." + front,
         ),
     ]
     if not any(parts):
