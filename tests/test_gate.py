@@ -1075,3 +1075,20 @@ def test_a_gate_whose_baseline_quality_is_zero_says_so_every_time_it_gates(tmp_p
     )
     assert code == 0 and f"gate note: {note}" in out, out
     assert json.loads((tmp_path / "gate" / "gate.json").read_text())["notes"] == [note]  # a CI job summary shows it
+
+
+@pytest.mark.slow
+def test_a_teams_own_tests_picked_with_k_from_the_root_are_not_failed_by_its_gate(pytester, tmp_path, oracle):
+    # gate set in flarebench.toml: `pytest -k test_ok` from the repository's root deselects the bench
+    # on the way, which is no gate asked for; `pytest bench -k nothing` is.
+    from flarebench.bench.scaffold import init
+
+    init(pytester.path)
+    shutil.copy(_save(tmp_path), pytester.path / "bench" / "baseline.json")
+    toml = pytester.path / "flarebench.toml"
+    text = re.sub(r"(?m)^strategy = .*$", 'strategy = ["single_time"]', toml.read_text())
+    toml.write_text(text + 'gate = "bench/baseline.json"\n')
+    pytester.makepyfile(test_ok="def test_ok():\n    assert True\n")
+    assert pytester.runpytest_inprocess("-p", "no:cacheprovider", "-k", "test_ok").ret == 0
+    result = pytester.runpytest_inprocess("bench", "-p", "no:cacheprovider", "-k", "nothing")
+    assert result.ret == 1 and "gate not passed: no bench test ran (deselected?)" in result.stdout.str()
