@@ -358,7 +358,7 @@ def calibrate(spec: str, knob: Knob, goal: Goal, measure: Measure) -> Calibratio
     if chosen is None:
         for i in range(len(specs)):
             at(i)
-        chosen = _best(seen, goal)
+        chosen = _best(seen, goal, knob.rate_rises)
     if chosen is None:
         raise CalibrationError(f"{spec}: {goal.metric} is missing at every {knob.param} on dev")
     if goal.is_target:  # within reach: some values gave figures on either side of it (or on it)
@@ -407,16 +407,18 @@ def _bisect(at: Callable[[int], float], seen: Mapping[int, Any], n: int, target:
     return min(candidates, key=lambda i: (abs(at(i) - target), at(i), i))
 
 
-def _best(seen: Mapping[int, Mapping[str, float]], goal: Goal) -> int | None:
+def _best(seen: Mapping[int, Mapping[str, float]], goal: Goal, rises: bool | None = None) -> int | None:
     """Among the measured points: the closest to a target; for a budget, the best objective among
-    those within it, else the one closest to it. Ties go to the one that retrieves less."""
+    those within it, else the one closest to it. Ties go to the one that retrieves less, and where
+    they retrieved as much on dev, to the one the knob says retrieves less (``rises``: whether the
+    retrieval rate rises with the grid's values; the lower value when it is not known)."""
     usable = [i for i, m in seen.items() if not math.isnan(m[goal.metric])]
     if not usable:
         return None
     rate = {i: seen[i].get("retrieval_rate", math.nan) for i in usable}
 
     def cheap(i: int) -> tuple[float, int]:
-        return (rate[i] if not math.isnan(rate[i]) else math.inf, i)
+        return (rate[i] if not math.isnan(rate[i]) else math.inf, -i if rises is False else i)
 
     if goal.is_target:
         return min(usable, key=lambda i: (goal.miss(seen[i][goal.metric]), *cheap(i)))
@@ -608,10 +610,16 @@ def flat_lines(study: Mapping[str, Any]) -> list[str]:
         scores = {_number(p.get(goal.objective)) for p in within}
         if len(within) > 1 and len(scores) == 1:
             [score] = scores
+            rates = {_number(p.get("retrieval_rate")) for p in within}
+            why = (
+                "as the one the knob makes retrieve least (each retrieved as much on dev)"
+                if len(rates) == 1
+                else "for retrieving least"
+            )
             lines.append(
                 f"{cal['base']}: every {cal['param']} within the budget gave the same {goal.objective} on dev "
                 f"({score:.3f}, {len(study.get('dev_probe_ids', []))} dev probes): {cal['param']}="
-                f"{value_text(cal['value'])} was chosen for retrieving least, not for its {goal.objective} "
+                f"{value_text(cal['value'])} was chosen {why}, not for its {goal.objective} "
                 "(a larger dev part, --dev-fraction or --limit, may tell them apart)"
             )
     return lines

@@ -358,6 +358,25 @@ def test_a_budget_choice_that_rests_on_the_tie_break_is_said():
         "may tell them apart)"
     )
     assert flat_lines(study([0.0, 0.1, 0.5])) == []  # the objective decided
+    tied = study([0.0, 0.0, 0.5])
+    for point in tied["calibration"][0]["points"][:2]:
+        point["retrieval_rate"] = 0.0  # and they retrieved as much: the knob's direction decided
+    assert (
+        "theta=0 was chosen as the one the knob makes retrieve least (each retrieved as much on dev)"
+        in (flat_lines(tied)[0])
+    )
+
+
+def test_a_tie_in_objective_and_rate_goes_to_the_value_the_knob_makes_retrieve_least():
+    # An entropy threshold retrieves less as it rises: among ties, the highest, farthest from
+    # firing on every draft (as theta=0 is for min_prob), not the one next to the values that fire.
+    goal = Goal("retrieval_rate", "<=", 0.3, "f1")
+    rate = lambda h: 1.0 if h < 0.5 else 0.0  # noqa: E731
+    measure, _ = counting(rate, f1=lambda h: 0.0)
+    cal = calibrate("flare_direct:trigger=entropy", knob_of("flare_direct:trigger=entropy"), goal, measure)
+    assert cal.value == max(knob_of("flare_direct:trigger=entropy").grid)
+    measure, _ = counting(lambda v: 0.0 if v < 0.5 else 1.0, f1=lambda v: 0.0)
+    assert calibrate("flare_direct", knob_of("flare_direct"), goal, measure).value == 0.0
 
 
 def test_the_calibration_table_leads_with_the_objective_and_shows_the_long_answer_columns():
