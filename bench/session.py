@@ -236,10 +236,22 @@ class BenchSession:
                 f"{', '.join(self.specs)} draft nothing"
             )
         self.reference = canonical(self.reference)  # as the rows are labelled (expand)
-        try:  # a reference the run lacks is said in its summary; one that is no strategy is a typo
-            parse_spec(self.reference)
+        try:  # one that is no strategy is a typo
+            reference = parse_spec(self.reference, defaults)
         except SpecError as e:
             raise ConfigError(f"--reference: {e}") from None
+        calibrating = bool(self.study and "goal" in self.study)  # its grid's specs are not the user's
+        if self.reference not in self.strategies and not calibrating:
+            # Another spelling of one of the run's specs (flare_direct:theta=0.8 for flare_direct) is it.
+            self.reference = next((s for s, made in self.strategies.items() if made == reference), self.reference)
+        asked = (self.option_sources or {}).get("reference", DEFAULT) != DEFAULT
+        if self.reference not in self.strategies and asked and not calibrating:
+            # Asked for and not run: its delta columns and adoption tables would be empty after the whole run.
+            raise ConfigError(
+                f"--reference {self.reference}: not a strategy of this run ({', '.join(self.specs)}): add it with "
+                "--strategy, or name one of them",
+                option="--reference",
+            )
         # A bad price file fails before anything heavy is loaded; the LM's name picks the price below.
         from flarebench.bench.prices import PriceError, load_table
 

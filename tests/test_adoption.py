@@ -332,14 +332,14 @@ def test_run_and_score_write_the_same_adoption_md_and_a_missing_reference_is_sai
     code, out, err = run_cli("score", str(run_dir))
     assert code == 0, out + err
     assert (run_dir / ADOPTION_MD).read_text(encoding="utf-8") == md
-    # A run without its reference says how to add it (a rescoring cannot run it: refused there).
+    # A run without its (default) reference says how to add it (a rescoring cannot run it: refused
+    # there; one asked for with --reference is refused before the run).
     other = tmp_path / "other"
-    code, out, err = run_cli("run", "--strategy", "single_time", "--limit", "1", "--reference", "ircot",
-                             "--report-dir", str(other))  # fmt: skip
+    code, out, err = run_cli("run", "--strategy", "no_retrieval", "--limit", "1", "--report-dir", str(other))
     assert code == 0, out + err
     again = (other / ADOPTION_MD).read_text(encoding="utf-8")
-    assert "the reference strategy `ircot`" in again and "|" not in again
-    assert "`--strategy ircot` added, in another run folder (`--report-dir`) or with `--overwrite`" in again
+    assert "the reference strategy `single_time`" in again and "|" not in again
+    assert "`--strategy single_time` added, in another run folder (`--report-dir`) or with `--overwrite`" in again
 
 
 pytest_plugins = ["pytester"]

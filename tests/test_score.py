@@ -83,20 +83,24 @@ def test_resume_with_other_prices_or_reference_is_allowed(tmp_path, scripted_lm)
     assert math.isnan(pd.read_csv(run_dir / "summary.csv")["cost_per_q"].iloc[0])
     prices = tmp_path / "p.toml"
     prices.write_text('[models."scripted"]\nprompt_per_1m = 1.0\ncompletion_per_1m = 1.0\n')
-    code, out, err = run_cli(
-        "run", "--strategy", "flare_direct", "--limit", "2", "--report-dir", str(run_dir),
-        "--prices", str(prices), "--reference", "no_retrieval",
-    )  # fmt: skip
-    assert code == 0, out + err
-    note = "note: --reference no_retrieval is not in this run, so the delta columns are empty"
-    assert note in out
+    options = ("run", "--strategy", "flare_direct", "--limit", "2", "--report-dir", str(run_dir))
+    options += ("--prices", str(prices))
+    # A reference the run lacks is refused before it runs (its deltas would be empty after it all);
+    # another spelling of one of its specs is that spec.
+    code, out, err = run_cli(*options, "--reference", "no_retrieval")
+    assert code == 2 and err == (
+        "flarebench: --reference no_retrieval: not a strategy of this run (flare_direct): add it with --strategy, "
+        "or name one of them\n"
+    )
+    code, out, err = run_cli(*options, "--reference", "flare_direct:theta=0.8")
+    assert code == 0 and "is not in this run" not in out, out + err
     # A rescoring cannot run it: refused, and nothing recorded.
     code, out, err = run_cli("score", str(run_dir), "--reference", "flare_direct:theta=0.3")
     assert code == 2 and err.strip() == (
         "flarebench: --reference flare_direct:theta=0.3: not a strategy of this run (flare_direct)"
     ), err
     assert (run_dir / "traces.jsonl").read_text() == traces  # resumed, nothing generated again
-    assert json.loads((run_dir / "run.json").read_text())["scoring"]["reference"] == "no_retrieval"
+    assert json.loads((run_dir / "run.json").read_text())["scoring"]["reference"] == "flare_direct"
     assert pd.read_csv(run_dir / "summary.csv")["cost_per_q"].iloc[0] > 0
     # A reference spelled with spaces or a trailing colon is the row of that spec, as a --strategy is.
     code, out, err = run_cli("score", str(run_dir), "--reference", " flare_direct: ")
