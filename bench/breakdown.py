@@ -17,6 +17,7 @@ COLUMNS = (
     "recall",
     "incomplete_rate",
     "fact_recall",
+    "incomplete_facts_rate",
     "wrong_version_rate",
     "incomplete_or_wrong_rate",
     "retrieval_rate",

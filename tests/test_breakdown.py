@@ -91,3 +91,12 @@ def test_values_that_read_the_same_are_one_row_shown_as_the_number():
     s = table[table["strategy"] == "s"]
     assert list(zip(s["d"], s["n"])) == [(1, 3), (9, 1), ("10", 1), ("<none>", 1), (True, 1)]
     assert type(s["d"].iloc[0]) is int and s["d"].map(str).is_unique
+
+
+def test_a_breakdown_shows_every_long_answer_column():
+    # README: `--by` shows "the long-answer columns" on a set with long probes: all of them.
+    from flarebench.bench.breakdown import COLUMNS
+    from flarebench.bench.scorers.registry import optional_columns
+
+    long_answer = [c for c in optional_columns() if not c.startswith("tool_calls_")]
+    assert long_answer and set(long_answer) <= set(COLUMNS)
