@@ -209,12 +209,14 @@ def decimals(frame: pd.DataFrame) -> dict[str, int]:
     question is often below 0.001, which 3 decimals would show as 0.000, free), which gets enough
     for its smallest non-zero value to keep 3 significant digits."""
     out = dict.fromkeys(frame.columns, DECIMALS)
-    for column in frame.columns:
-        if column.endswith("cost_per_q"):
-            values = pd.to_numeric(frame[column], errors="coerce").abs()
-            smallest = values[values > 0].min()  # NaN when none is above 0: the default then
-            if smallest < 10.0 ** -(DECIMALS - 2):
-                out[column] = min(MAX_DECIMALS, 2 - math.floor(math.log10(smallest)))
+    costs = [c for c in frame.columns if c.endswith("cost_per_q")]
+    # A calibration table's off_by is in its goal's unit: a cost's, where the goal is one.
+    costs += ["off_by"] if "off_by" in frame.columns and any(c.startswith("test_") for c in costs) else []
+    for column in costs:
+        values = pd.to_numeric(frame[column], errors="coerce").abs()
+        smallest = values[values > 0].min()  # NaN when none is above 0: the default then
+        if smallest < 10.0 ** -(DECIMALS - 2):
+            out[column] = min(MAX_DECIMALS, 2 - math.floor(math.log10(smallest)))
     return out
 
 

@@ -364,3 +364,6 @@ def test_a_small_cost_per_question_keeps_its_significant_digits_in_every_table()
     assert "<td>0.000000</td>" in page and "nan" not in page  # a free strategy; an empty em
     free = summary.assign(cost_per_q=0.0)  # a local model's run: the usual 3 decimals
     assert "|        0.000 |" in format_table(free)
+    # A calibration to a cost goal: how far the test figure is off is in that unit too.
+    goal = pd.DataFrame({"strategy": ["flare_direct"], "test_cost_per_q": [0.002024], "off_by": [-0.000976]})
+    assert "-0.000976" in format_table(goal)
