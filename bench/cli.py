@@ -230,6 +230,8 @@ def _calibrated(args: argparse.Namespace, plans: dict, goal, kind: str, extra: d
             print(
                 f"calibrated {spec}: {cal.param}={value_text(cal.value)} ({cal.method}, {len(cal.points)} of "
                 f"{len(knob.grid)} values run on dev; dev {goal.metric} {cal.dev[goal.metric]:.3f}"
+                # A budget's choice is made on its objective: that figure too.
+                + (f", {goal.objective} {cal.dev[goal.objective]:.3f}" if goal.objective in cal.dev else "")
                 + (
                     ""
                     if cal.feasible

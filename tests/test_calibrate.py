@@ -634,6 +634,7 @@ def test_a_time_goal_is_measured_on_dev_without_the_dev_cache(tmp_path, scripted
     code, out, err = run_cli(*argv, "--budget", "retrieval_rate<=0.5", "--report-dir", str(tmp_path / "rate"))
     assert code == 0, err
     assert "without the dev cache" not in err and (tmp_path / "rate" / DEV_CACHE).is_dir()
+    assert re.search(r"values run on dev; dev retrieval_rate [\d.]+, f1 [\d.]+\)", err), err  # the objective too
     assert len(calls) < cold  # every grid point drafts the same first sentences: the cache answers them
 
 
