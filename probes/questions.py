@@ -18,7 +18,14 @@ import io
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from flarebench.probes.validate import check_facts, check_one_form, check_scorable, read_jsonl, unknown_fields
+from flarebench.probes.validate import (
+    check_facts,
+    check_one_form,
+    check_scorable,
+    did_you_mean,
+    read_jsonl,
+    unknown_fields,
+)
 
 #: The names a folder's own question file may have, looked for in this order.
 DEFAULT_NAMES = ("questions.jsonl", "questions.csv")
@@ -63,15 +70,25 @@ def _csv(text: str, where: str, problems: list[str]) -> list[tuple[int, dict]]:
     reader = csv.DictReader(io.StringIO(text, newline=""))
     rows = []
     try:
-        twice = [c for i, c in enumerate(reader.fieldnames or []) if c in (reader.fieldnames or [])[:i]]
+        header = reader.fieldnames or []
+        twice = [c for i, c in enumerate(header) if c in header[:i]]
         if twice:  # each row would keep the last column's cell, the others' unseen
             problems.append(f"{where}:1: {twice[0]}: a column given twice in the header")
             return []
+        # An unknown column is the header's mistake: said once, on its line, not on every row.
+        unknown = [c for c in header if c not in FIELDS and not c.startswith(_METADATA_COLUMN)]
+        for column in unknown:
+            hint = did_you_mean(column, FIELDS, 0.75, f" (allowed: {', '.join(FIELDS)}, metadata.FIELD)")
+            problems.append(f"{where}:1: {column}: unknown column{hint}")
         for row in reader:
             if None in row:  # more cells than the header names
                 problems.append(f"{where}:{reader.line_num}: (csv): more cells than the header has columns")
                 continue
-            obj = {k: v.strip() for k, v in row.items() if k is not None and v is not None and v.strip()}
+            obj = {
+                k: v.strip()
+                for k, v in row.items()
+                if k is not None and k not in unknown and v is not None and v.strip()
+            }
             for key in ("answers", "gold"):
                 if key in obj:
                     obj[key] = [part.strip() for part in obj[key].split(_SEPARATOR) if part.strip()]

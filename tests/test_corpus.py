@@ -499,6 +499,14 @@ def test_a_csv_column_given_twice_is_refused_not_read_as_its_last_cell(capsys, f
     )
 
 
+def test_an_unknown_csv_column_is_said_once_on_the_header_line(capsys, folder, tmp_path):
+    (folder / "questions.jsonl").unlink()
+    rows = "".join(f"Question {i}?,x,12 minutes\n" for i in range(3))
+    (folder / "questions.csv").write_text(f"question,Answer,answer\n{rows}")
+    line = _one_problem(capsys, folder, tmp_path / "set")  # not one line per row
+    assert line == f"{folder / 'questions.csv'}:1: Answer: unknown column; did you mean 'answer'?"
+
+
 def test_long_questions_in_csv_are_refused_in_one_line(capsys, folder, tmp_path):
     (folder / "questions.jsonl").unlink()
     (folder / "questions.csv").write_text('question,answer_type,required_facts\n"Walk me through it.",long,"[]"\n')
