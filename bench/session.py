@@ -247,9 +247,10 @@ class BenchSession:
         asked = (self.option_sources or {}).get("reference", DEFAULT) != DEFAULT
         if self.reference not in self.strategies and asked and not calibrating:
             # Asked for and not run: its delta columns and adoption tables would be empty after the whole run.
+            sweep = bool(self.study and self.study.get("kind") == "sweep")  # its specs are the swept points
             raise ConfigError(
-                f"--reference {self.reference}: not a strategy of this run ({', '.join(self.specs)}): add it with "
-                "--strategy, or name one of them",
+                f"--reference {self.reference}: not a strategy of this run ({', '.join(self.specs)}): "
+                + ("name one of its points" if sweep else "add it with --strategy, or name one of them"),
                 option="--reference",
             )
         # A bad price file fails before anything heavy is loaded; the LM's name picks the price below.

@@ -351,3 +351,11 @@ def test_other_scoring_options_are_refused_while_a_run_writes_the_folder(scripte
     finally:
         writer.kill()
         writer.wait()
+
+
+def test_a_sweeps_reference_is_one_of_its_points(tmp_path, scripted_lm):
+    code, out, err = run_cli(
+        "sweep", "--strategy", "flare_direct", "--param", "theta=0.2,0.5", "--reference", "no_retrieval",
+        "--limit", "2", "--report-dir", str(tmp_path / "sweep"),
+    )  # fmt: skip
+    assert code == 2 and err.endswith(": name one of its points\n") and not (tmp_path / "sweep").exists()
