@@ -161,6 +161,25 @@ def _calibrate(args: argparse.Namespace) -> int:
     return _calibrated(args, plans, goal, "calibrate")
 
 
+def _calibrated_reference(args: argparse.Namespace, plans: dict) -> str:
+    """--reference among a calibration's specs as the user gave them (another spelling of one
+    included); one asked for that names none is refused before anything runs."""
+    from flarebench.bench.session import ConfigError, run_reference
+    from flarebench.bench.settings import DEFAULT
+    from flarebench.strategies.registry import SpecError, canonical, parse_spec
+
+    spec = canonical(args.reference)
+    try:
+        reference, strategies = parse_spec(spec), {s: parse_spec(s) for s in plans}
+    except SpecError:
+        return spec  # the session says what is wrong with it
+    asked = (args.option_sources or {}).get("reference", DEFAULT) != DEFAULT
+    try:
+        return run_reference(spec, reference, strategies, asked)
+    except ConfigError as e:
+        raise UserError(str(e)) from None
+
+
 def _calibrated(args: argparse.Namespace, plans: dict, goal, kind: str, extra: dict | None = None) -> int:
     """Calibrate every spec of ``plans`` that has a knob on a dev part of the probes, then run the
     chosen points and the specs without a knob on the test part; the run folder's summary and
@@ -193,6 +212,8 @@ def _calibrated(args: argparse.Namespace, plans: dict, goal, kind: str, extra: d
     except CalibrationError as e:
         raise UserError(str(e)) from None
     args.strategy = list(dict.fromkeys(s for spec in plans for s in grids.get(spec, [spec])))
+    # The reference is one of the user's specs (or bounds), whose grid points the session runs.
+    args.reference = _calibrated_reference(args, plans)
     study = {
         "kind": kind,
         **(extra or {}),
@@ -616,13 +637,14 @@ def _scoring(args: argparse.Namespace, info: dict, run_json: Path):
     run recorded in run.json (``scoring``), else the defaults (the shipped price table)."""
     from flarebench.bench.paths import PathError, check_input_file
     from flarebench.bench.prices import Price, PriceError, price_for
+    from flarebench.bench.session import ConfigError, run_reference
     from flarebench.bench.uncertainty import DEFAULT_REFERENCE
     from flarebench.strategies.registry import SpecError, canonical, parse_spec
 
     if args.reference:
         args.reference = canonical(args.reference)  # as the run's rows are labelled
         try:
-            parse_spec(args.reference)
+            reference = parse_spec(args.reference)
         except SpecError as e:
             raise UserError(f"--reference: {e}") from None
         # A rescoring cannot run it: every delta would be empty, and recorded for later rescorings.
@@ -631,8 +653,11 @@ def _scoring(args: argparse.Namespace, info: dict, run_json: Path):
         # A calibrated strategy named as given stands for its chosen point, as in `compare --budget`.
         chosen = {c.get("base"): c.get("chosen") for c in study.get("calibration") or []}
         args.reference = chosen.get(args.reference, args.reference)
-        if args.reference not in specs:
-            raise UserError(f"--reference {args.reference}: not a strategy of this run ({', '.join(specs)})")
+        try:  # a rescoring cannot run one: no advice to add it
+            strategies = {s: parse_spec(s) for s in specs}  # the run's plugins are loaded
+            args.reference = run_reference(args.reference, reference, strategies, asked=True, hint="")
+        except (ConfigError, SpecError) as e:
+            raise UserError(str(e)) from None
     recorded = info.get("scoring")
     reference = args.reference or (recorded or {}).get("reference") or DEFAULT_REFERENCE
     model = info["config"]["lm"]["name"]

@@ -300,7 +300,8 @@ RUN_OPTIONS: tuple[Option, ...] = (
     Option(
         "--reference",
         "the strategy spec the em/f1 delta columns (paired bootstrap intervals) compare every strategy "
-        "with; no delta values when it is not in the run (default: single_time)",
+        "with; one given that is not in the run is refused before it runs, the default leaves the delta "
+        "columns empty (default: single_time)",
         default="single_time",
         metavar="SPEC",
     ),

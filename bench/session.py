@@ -240,19 +240,11 @@ class BenchSession:
             reference = parse_spec(self.reference, defaults)
         except SpecError as e:
             raise ConfigError(f"--reference: {e}") from None
-        calibrating = bool(self.study and "goal" in self.study)  # its grid's specs are not the user's
-        if self.reference not in self.strategies and not calibrating:
-            # Another spelling of one of the run's specs (flare_direct:theta=0.8 for flare_direct) is it.
-            self.reference = next((s for s, made in self.strategies.items() if made == reference), self.reference)
-        asked = (self.option_sources or {}).get("reference", DEFAULT) != DEFAULT
-        if self.reference not in self.strategies and asked and not calibrating:
-            # Asked for and not run: its delta columns and adoption tables would be empty after the whole run.
+        if not (self.study and "goal" in self.study):  # a calibration's grid: the CLI checks its user's specs
+            asked = (self.option_sources or {}).get("reference", DEFAULT) != DEFAULT
             sweep = bool(self.study and self.study.get("kind") == "sweep")  # its specs are the swept points
-            raise ConfigError(
-                f"--reference {self.reference}: not a strategy of this run ({', '.join(self.specs)}): "
-                + ("name one of its points" if sweep else "add it with --strategy, or name one of them"),
-                option="--reference",
-            )
+            hint = "name one of its points" if sweep else ADD_REFERENCE
+            self.reference = run_reference(self.reference, reference, self.strategies, asked, hint)
         # A bad price file fails before anything heavy is loaded; the LM's name picks the price below.
         from flarebench.bench.prices import PriceError, load_table
 
@@ -951,6 +943,27 @@ def _clear(run_dir: Path) -> None:
             shutil.rmtree(entry)
         else:
             entry.unlink()
+
+
+#: What a run's user can do about a --reference that is none of its strategies.
+ADD_REFERENCE = "add it with --strategy, or name one of them"
+
+
+def run_reference(spec: str, reference, strategies: dict, asked: bool, hint: str = ADD_REFERENCE) -> str:
+    """The spec of ``strategies`` (spec -> its parsed strategy) that the delta reference ``spec``
+    (parsed: ``reference``) names: itself, or another spelling of one of them (flare_direct:theta=0.8
+    for flare_direct). One ``asked`` for (--reference) that names none is refused (ConfigError,
+    ending with ``hint``): its delta columns and adoption tables would be empty after the whole run."""
+    if spec in strategies:
+        return spec
+    if same := next((s for s, made in strategies.items() if made == reference), None):
+        return same
+    if asked:
+        raise ConfigError(
+            f"--reference {spec}: not a strategy of this run ({', '.join(strategies)})" + (f": {hint}" if hint else ""),
+            option="--reference",
+        )
+    return spec
 
 
 def _probe_problem(source: str, fmt: str, error: ProbeError) -> str:

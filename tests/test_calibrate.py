@@ -420,6 +420,10 @@ def test_a_gate_from_the_config_file_is_named_by_its_line_when_a_calibration_ref
         ),
         (["calibrate", "--strategy", "flare_direct"], "calibrate needs one goal"),
         (
+            ["calibrate", "--strategy", "flare_direct", "--target", "retrieval_rate=0.5", "--reference", "ircot"],
+            "--reference ircot: not a strategy of this run (flare_direct): add it with --strategy",
+        ),
+        (
             ["calibrate", "--strategy", "flare_direct", "--target", "retrieval_rate=0.5", "--budget", "f1>=0.2"],
             "calibrate takes one goal, --target retrieval_rate=0.5 or --budget f1>=0.2: give one",
         ),

@@ -107,6 +107,9 @@ def test_resume_with_other_prices_or_reference_is_allowed(tmp_path, scripted_lm)
     assert code == 0 and "is not in this run" not in out, out + err
     assert json.loads((run_dir / "run.json").read_text())["scoring"]["reference"] == "flare_direct"
     assert pd.read_csv(run_dir / "summary.csv")["delta_reference"].iloc[0] == "flare_direct"
+    # So is another spelling of it (its default theta written out), as `run` takes it.
+    code, out, err = run_cli("score", str(run_dir), "--reference", "flare_direct:theta=0.8")
+    assert code == 0 and json.loads((run_dir / "run.json").read_text())["scoring"]["reference"] == "flare_direct"
 
 
 def test_bad_price_file_is_a_usage_error(tmp_path, scripted_lm):
