@@ -121,7 +121,7 @@ def summarize(
             frame[column] = pd.Series(values, index=frame.index, dtype=object)
     # An optional column no strategy has a value for is one this run cannot compute: left out.
     frame = frame.drop(columns=[c for c in OPTIONAL_COLUMNS if frame[c].isna().all()])
-    frame.attrs["pending"] = sorted(scoring.pending)
+    frame.attrs["pending"] = [s for s in dict.fromkeys(order or ()) if s in scoring.pending]  # in run order
     frame.attrs["notes"] = [note for s in ordered if s.settings and (note := s.settings(scoring))] + [
         line for s in ordered if s.findings for line in s.findings(frame, scoring)
     ]

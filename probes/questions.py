@@ -80,6 +80,10 @@ def _csv(text: str, where: str, problems: list[str]) -> list[tuple[int, dict]]:
         for column in unknown:
             hint = did_you_mean(column, FIELDS, 0.75, f" (allowed: {', '.join(FIELDS)}, metadata.FIELD)")
             problems.append(f"{where}:1: {column}: unknown column{hint}")
+        if header and "answer_type" not in header and not {"answer", "answers"} & set(header):
+            # So is a header without an answer column (one renamed "Answer"): not one line per row.
+            problems.append(f"{where}:1: (csv): the header has no 'answer' or 'answers' column")
+            return []
         for row in reader:
             if None in row:  # more cells than the header names
                 problems.append(f"{where}:{reader.line_num}: (csv): more cells than the header has columns")

@@ -417,6 +417,8 @@ def test_a_strategy_not_started_holds_the_findings_and_the_pareto_front_back():
     partial = summarize(rows[rows["strategy"] != "flare_direct"], order=order, reference="single_time")
     lines = findings(partial, {"kind": "compare"})
     assert any("(0 to " in line and "; not started: flare_direct)" in line for line in lines), lines
+    later = summarize(rows[rows["strategy"] == order[0]], order=order, reference="single_time")
+    assert later.attrs["pending"] == order[1:]  # in the order they run, not by name
     assert not any(line.startswith(("Retrieval", "Pareto", "Of the F1 gap")) for line in lines), lines
     section = html._plots(strategy_rows(partial), rows.iloc[0:0], {"kind": "compare"}, order)
     assert "No Pareto front yet" in section

@@ -505,6 +505,11 @@ def test_an_unknown_csv_column_is_said_once_on_the_header_line(capsys, folder, t
     (folder / "questions.csv").write_text(f"question,Answer,answer\n{rows}")
     line = _one_problem(capsys, folder, tmp_path / "set")  # not one line per row
     assert line == f"{folder / 'questions.csv'}:1: Answer: unknown column; did you mean 'answer'?"
+    (folder / "questions.csv").write_text(f"question,Answer\n{rows.replace(',x', '')}")  # no answer column left
+    assert _build(capsys, folder, tmp_path / "set")[1].splitlines() == [
+        f"{folder / 'questions.csv'}:1: Answer: unknown column; did you mean 'answer'?",
+        f"{folder / 'questions.csv'}:1: (csv): the header has no 'answer' or 'answers' column",
+    ]
 
 
 def test_long_questions_in_csv_are_refused_in_one_line(capsys, folder, tmp_path):
