@@ -259,6 +259,15 @@ def _bench_session(request: pytest.FixtureRequest):
         session.close()
 
 
+def _reference_before(bench_session, spec: str) -> None:
+    """Run the gate's latency reference before a gated ``spec`` when it has not run (its own test
+    deselected with -k): every gated spec runs after it, as in the full plan, and the latency
+    ratios have their denominator."""
+    gating = bench_session.gating
+    if gating.baseline is not None and spec in gating.wanted and gating.reference not in bench_session.results:
+        bench_session.run(gating.reference)
+
+
 @pytest.fixture
 def run_spec(request: pytest.FixtureRequest, bench_session):
     """Run a strategy spec on the session's probes with live progress (output capture paused)."""
@@ -267,11 +276,7 @@ def run_spec(request: pytest.FixtureRequest, bench_session):
     def run(spec: str):
         with capman.global_and_fixture_disabled(), _stop_if_lm_unreachable(request.config):
             try:
-                gating, ran = bench_session.gating, bench_session.results
-                if gating.baseline is not None and spec in gating.wanted and gating.reference not in ran:
-                    # The latency reference runs first even when its own test is deselected (-k):
-                    # every gated spec then runs after it, as in the full plan.
-                    bench_session.run(gating.reference)
+                _reference_before(bench_session, spec)
                 return bench_session.run(spec)
             except KeyboardInterrupt:
                 # pytest stops here without tearing the run down as `flarebench run` does: what
@@ -332,10 +337,8 @@ def bench_gate(request: pytest.FixtureRequest, bench_session):
         gating = bench_session.gating
         if gating.baseline is None or spec not in gating.wanted:
             return
-        if gating.reference not in bench_session.results:
-            # The reference was deselected (-k) or has not run yet: its latency is needed now.
-            with capman.global_and_fixture_disabled(), _stop_if_lm_unreachable(request.config):
-                bench_session.run(gating.reference)
+        with capman.global_and_fixture_disabled(), _stop_if_lm_unreachable(request.config):
+            _reference_before(bench_session, spec)  # run_spec ran it, unless the spec ran another way
         checked = {spec: gating.check(spec, bench_session.summary())}
         reference = gating.reference
         if reference in gating.wanted and reference not in gating.verdicts and reference in bench_session.results:
