@@ -736,8 +736,12 @@ class BenchSession:
         return (
             not self._more_to_come
             and bool(self.specs)  # a calibration whose every strategy failed has nothing complete
-            and all(spec in self.results and len(self.results[spec]) == len(self.selected) for spec in self.specs)
+            and all(self.ran_all(spec) for spec in self.specs)
         )
+
+    def ran_all(self, spec: str) -> bool:
+        """Whether ``spec`` has run every selected probe."""
+        return spec in self.results and len(self.results[spec]) == len(self.selected)
 
     def write_summary(self, status: str | None = None) -> None:
         """Write the summary files and run.json with the run's ``status``: ``complete`` when every
@@ -839,9 +843,8 @@ class BenchSession:
             broken = [spec for spec, verdict in gating.verdicts.items() if verdict]
             ran = set(strategy_rows(self.summary())["strategy"])
             unchecked = [spec for spec in gating.unchecked if spec not in ran]
-            finished = {spec for spec in ran if len(self.results.get(spec, [])) == len(self.selected)}
-            unfinished = [spec for spec in gating.unchecked if spec in ran and spec not in finished]
-            stopped = [spec for spec in gating.unchecked if spec in finished]  # stopped before its check
+            unfinished = [spec for spec in gating.unchecked if spec in ran and not self.ran_all(spec)]
+            stopped = [spec for spec in gating.unchecked if self.ran_all(spec)]  # stopped before its check
             gated = {*gating.wanted, *gating.against.values(), gating.reference}
             unasked = [s for s in gating.baseline.metrics if s not in gated]
             lines.append(
