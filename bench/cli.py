@@ -165,7 +165,7 @@ def _calibrated_reference(args: argparse.Namespace, plans: dict) -> str:
     """--reference among a calibration's specs as the user gave them (another spelling of one
     included); one asked for that names none is refused before anything runs."""
     from flarebench.bench.session import ConfigError, run_reference
-    from flarebench.bench.settings import DEFAULT
+    from flarebench.bench.settings import was_given
     from flarebench.strategies.registry import SpecError, canonical, parse_spec
 
     spec = canonical(args.reference)
@@ -173,9 +173,8 @@ def _calibrated_reference(args: argparse.Namespace, plans: dict) -> str:
         reference, strategies = parse_spec(spec), {s: parse_spec(s) for s in plans}
     except SpecError:
         return spec  # the session says what is wrong with it
-    asked = (args.option_sources or {}).get("reference", DEFAULT) != DEFAULT
     try:
-        return run_reference(spec, reference, strategies, asked)
+        return run_reference(spec, reference, strategies, was_given(args.option_sources, "reference"))
     except ConfigError as e:
         raise UserError(str(e)) from None
 

@@ -53,7 +53,7 @@ from flarebench.bench.report import (
 )
 from flarebench.bench.runlock import LOCK, LockHeld, RunLock
 from flarebench.bench.runner import TRACES, TraceError, TraceLog, refusal, resume_hint, run_strategy, warm_up
-from flarebench.bench.settings import DEFAULT
+from flarebench.bench.settings import was_given
 from flarebench.bench.trigger_scores import TRIGGERS_CSV
 from flarebench.probes.load import SHIPPED_DIR, ProbeError, check_format, load_probe_set, shadowed
 from flarebench.strategies import plugins
@@ -241,7 +241,7 @@ class BenchSession:
         except SpecError as e:
             raise ConfigError(f"--reference: {e}") from None
         if not (self.study and "goal" in self.study):  # a calibration's grid: the CLI checks its user's specs
-            asked = (self.option_sources or {}).get("reference", DEFAULT) != DEFAULT
+            asked = was_given(self.option_sources, "reference")
             sweep = bool(self.study and self.study.get("kind") == "sweep")  # its specs are the swept points
             hint = "name one of its points" if sweep else ADD_REFERENCE
             self.reference = run_reference(self.reference, reference, self.strategies, asked, hint)
@@ -832,7 +832,7 @@ class BenchSession:
         """What every entry point prints when a run ends (the CLI to stdout, `pytest bench` in its
         terminal summary): the table, the run folder, its report, and the gate's verdict."""
         lines = [self.table(), f"run folder: {self.run_dir}"]
-        if (self.option_sources or {}).get("reference", DEFAULT) != DEFAULT:  # asked for, not the default
+        if was_given(self.option_sources, "reference"):  # asked for, not the default
             lines[1:1] = filter(None, [absent_reference(self.summary(), self.reference)])
         if self.report_path is not None:
             lines.append(f"report: {self.report_path}")

@@ -33,6 +33,12 @@ _PATH_OPTIONS = {"report_dir", "save_baseline", "gate", "prices", "cache"}
 COMMAND_LINE, DEFAULT = "command line", "default"
 
 
+def was_given(sources: dict[str, str] | None, dest: str) -> bool:
+    """Whether the run option ``dest`` was given (on the command line or in a config file) rather
+    than left at its default, by the value sources :func:`resolve` returns."""
+    return (sources or {}).get(dest, DEFAULT) != DEFAULT
+
+
 class SettingsError(Exception):
     """A config file that cannot be used: one line naming the file, the line when known, and the key."""
 
