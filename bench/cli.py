@@ -326,14 +326,16 @@ def _sweep(args: argparse.Namespace) -> int:
     return _run(args, study={"kind": "sweep", "param": key.strip(), "values": values, "strategies": base})
 
 
-def _rescore(args: argparse.Namespace):
+def _rescore(args: argparse.Namespace, memo: dict | None = None):
     """Score RUN_DIR again from its traces: the probes the run selected (run.json) and each
     (strategy, probe) once; returns (run_dir, run.json, traces, probe set, summary, the line saying
     what was scored). The returned run.json's ``scoring`` is the price, reference and judge this
     scoring used (``--prices``, ``--reference``, ``--judge``, else those recorded). It checks
     run.json, traces.jsonl and the options, and neither prints nor writes: the command checks its
     own options too, then calls :func:`_publish`, so that a mistake leaves the folder as it was.
-    Only reads traces.jsonl, so it needs no lock and works while a run is writing the folder."""
+    Only reads traces.jsonl, so it needs no lock and works while a run is writing the folder.
+    ``memo`` keeps the per-probe rows made (:func:`flarebench.bench.report.probe_rows`) for the
+    command's other uses of them."""
     from flarebench.bench.report import is_comparison, summary_frame
     from flarebench.bench.runner import TRACES, TraceError, TraceLog
     from flarebench.bench.session import RUN_JSON, ConfigError, read_run_json
@@ -403,6 +405,7 @@ def _rescore(args: argparse.Namespace):
         reference=reference,
         faithfulness=_faithfulness(traces, probe_set, judge),
         oracle=is_comparison(info.get("study")),
+        memo=memo,
     )
     scoring = {
         "reference": reference,
@@ -535,8 +538,9 @@ def _score(args: argparse.Namespace) -> int:
         files = {field: csv_name(field) for field in args.by or []}
     except BreakdownError as e:
         raise UserError(str(e)) from None
-    run_dir, info, traces, probe_set, summary, line = _rescore(args)
-    rows = probe_rows(traces, {p.id: p for p in probe_set.probes}) if args.by else None
+    memo: dict = {}
+    run_dir, info, traces, probe_set, summary, line = _rescore(args, memo)
+    rows = probe_rows(traces, {p.id: p for p in probe_set.probes}, memo) if args.by else None
     try:  # every --by field is checked before anything is written
         tables = {field: breakdown(rows, field, list(info["config"]["strategies"])) for field in files}
     except BreakdownError as e:
@@ -550,7 +554,7 @@ def _score(args: argparse.Namespace) -> int:
     for field, table in tables.items():
         write_atomic(run_dir / files[field], table.to_csv(index=False, float_format="%.6g"))
         print(f"\nby {field} ({files[field]}):\n{format_table(table)}")
-    _triggers(run_dir, traces, probe_set, rows)
+    _triggers(run_dir, traces, probe_set, memo)
     return 0
 
 
@@ -564,17 +568,16 @@ def _check_targets(run_dir: Path, *extra: str) -> None:
     check_writable([run_dir / name for name in (*SUMMARY_FILES, RUN_JSON, TRIGGERS_CSV, *extra)])
 
 
-def _triggers(run_dir: Path, traces: list, probe_set, rows=None) -> None:
+def _triggers(run_dir: Path, traces: list, probe_set, memo: dict) -> None:
     """When the run has drafts: every probability trigger scored again from them
-    (:mod:`flarebench.bench.trigger_scores`), written to triggers.csv and printed."""
+    (:mod:`flarebench.bench.trigger_scores`), written to triggers.csv and printed; ``memo`` holds
+    the per-probe rows the scoring made."""
     from flarebench.bench.report import probe_rows, write_atomic
     from flarebench.bench.trigger_scores import TRIGGERS_CSV, csv_text, format_tables, has_drafts, score_triggers
 
     if not has_drafts(traces):
         return
-    if rows is None:
-        rows = probe_rows(traces, {p.id: p for p in probe_set.probes})
-    scores = score_triggers(traces, rows)
+    scores = score_triggers(traces, probe_rows(traces, {p.id: p for p in probe_set.probes}, memo))
     if not scores.frame.empty:
         write_atomic(run_dir / TRIGGERS_CSV, csv_text(scores))
     print(f"\n{format_tables(scores)}")
@@ -584,12 +587,13 @@ def _report(args: argparse.Namespace) -> int:
     from flarebench.bench.html import REPORT_HTML, write_report
     from flarebench.bench.report import format_table
 
-    run_dir, info, traces, probe_set, summary, line = _rescore(args)
+    memo: dict = {}
+    run_dir, info, traces, probe_set, summary, line = _rescore(args, memo)
     _check_targets(run_dir, REPORT_HTML)
-    report = write_report(run_dir, summary, info, traces, probe_set)
+    report = write_report(run_dir, summary, info, traces, probe_set, memo)
     _publish(run_dir, info, summary, line)
     print(format_table(summary, compact=True))
-    _triggers(run_dir, traces, probe_set)
+    _triggers(run_dir, traces, probe_set, memo)
     print(f"report: {report}")
     return 0
 

@@ -332,14 +332,22 @@ def _gate(verdicts: dict | None) -> str:
     )
 
 
-def render(summary: pd.DataFrame, info: dict, traces: list[Trace], probe_set, gate: dict | None = None) -> str:
-    """The whole page as a string; ``gate`` is the run's gate.json, for a gated run."""
+def render(
+    summary: pd.DataFrame,
+    info: dict,
+    traces: list[Trace],
+    probe_set,
+    gate: dict | None = None,
+    memo: dict | None = None,
+) -> str:
+    """The whole page as a string; ``gate`` is the run's gate.json, for a gated run; ``memo`` the
+    per-probe rows already made (:func:`flarebench.bench.report.probe_rows`)."""
     config = info.get("config", {})
     study = info.get("study") or {}
     strategies = strategy_rows(summary)  # the oracle row of a comparison is no strategy: not plotted or viewed
     order = list(strategies["strategy"]) if not summary.empty else list(config.get("strategies", {}))
     probes = {p.id: p for p in probe_set.probes}
-    rows = probe_rows([t for t in traces if t.strategy in order], probes)
+    rows = probe_rows([t for t in traces if t.strategy in order], probes, memo)
     e = html.escape
     kind = study.get("kind", "run")
     title = f"flarebench {kind}: {config.get('probes', {}).get('name', '?')}"
@@ -391,11 +399,13 @@ def _asset(name: str) -> str:
     return (ASSETS / name).read_text(encoding="utf-8")
 
 
-def write_report(run_dir: Path, summary: pd.DataFrame, info: dict, traces: list[Trace], probe_set) -> Path:
+def write_report(
+    run_dir: Path, summary: pd.DataFrame, info: dict, traces: list[Trace], probe_set, memo: dict | None = None
+) -> Path:
     """Write ``RUN_DIR/report.html`` (atomically) and return its path. A gated run's verdict
-    (``gate.json``, when the folder holds one) is shown at the top."""
+    (``gate.json``, when the folder holds one) is shown at the top; ``memo`` is :func:`render`'s."""
     path = Path(run_dir) / REPORT_HTML
-    write_atomic(path, render(summary, info, traces, probe_set, _read_gate(Path(run_dir) / GATE_JSON)))
+    write_atomic(path, render(summary, info, traces, probe_set, _read_gate(Path(run_dir) / GATE_JSON), memo))
     return path
 
 

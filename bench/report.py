@@ -59,15 +59,22 @@ def check_writable(paths: list[Path]) -> None:
             raise WriteError(f"{path}: cannot be written (its folder is not writable); nothing was written")
 
 
-def probe_rows(traces: list[Trace], probes: dict) -> pd.DataFrame:
+def probe_rows(traces: list[Trace], probes: dict, memo: dict | None = None) -> pd.DataFrame:
     """One row per (strategy, probe) (see :func:`flarebench.bench.metrics.probe_row`): strategies in the order
     they first appear, each one's probes in the probe set's order. A concurrent run writes traces as
     they finish; sorting here keeps its summary (the paired bootstrap sees the probes in one order)
-    equal to that of a sequential run with the same answers."""
+    equal to that of a sequential run with the same answers. ``memo`` (a run's own dict, kept between
+    calls) holds the rows already made, by (strategy, probe id): a run's traces.jsonl holds one trace
+    per pair, so a run scored after every strategy makes each row once."""
     rank = {pid: i for i, pid in enumerate(probes)}
     first = {t.strategy: i for i, t in reversed(list(enumerate(traces)))}
     kept = sorted((t for t in traces if t.probe_id in probes), key=lambda t: (first[t.strategy], rank[t.probe_id]))
-    return pd.DataFrame([probe_row(t, probes[t.probe_id]) for t in kept])
+    if memo is None:
+        return pd.DataFrame([probe_row(t, probes[t.probe_id]) for t in kept])
+    for t in kept:
+        if (t.strategy, t.probe_id) not in memo:
+            memo[t.strategy, t.probe_id] = probe_row(t, probes[t.probe_id])
+    return pd.DataFrame([memo[t.strategy, t.probe_id] for t in kept])
 
 
 def summary_frame(
@@ -78,15 +85,17 @@ def summary_frame(
     reference: str | None = None,
     faithfulness: dict | None = None,
     oracle: bool = False,
+    memo: dict | None = None,
 ) -> pd.DataFrame:
     """One row per strategy spec, from the traces and the probes they answer; ``price`` (a
     :class:`flarebench.bench.prices.Price`) prices cost_per_q, ``reference`` is the delta columns' reference,
     ``faithfulness`` holds :func:`flarebench.bench.faithfulness.faithfulness_rows` for these traces;
-    ``oracle`` (a comparison: :func:`is_comparison`) adds the oracle row after the strategies'.
+    ``oracle`` (a comparison: :func:`is_comparison`) adds the oracle row after the strategies';
+    ``memo`` is :func:`probe_rows`'.
     ``attrs["adoption"]`` holds the run's adoption tables (:func:`flarebench.bench.adoption.adoption`,
     made here, where the per-probe rows their intervals need are at hand), which adoption.md and
     report.html show."""
-    rows = probe_rows(traces, probes)
+    rows = probe_rows(traces, probes, memo)
     if rows.empty:
         # No trace yet: an empty summary with every column.
         summary = pd.DataFrame(columns=SUMMARY_COLUMNS)

@@ -11,6 +11,7 @@ import time
 import traceback
 from collections.abc import Callable, Iterable, Iterator
 from concurrent.futures import ThreadPoolExecutor, as_completed
+from dataclasses import dataclass, field
 from pathlib import Path
 
 from flarebench.strategies.base import Strategy
@@ -61,6 +62,18 @@ class TraceError(ValueError):
     trace (why)``. Such a file is not resumed or scored until the line is fixed."""
 
 
+@dataclass
+class _Read:
+    """What :meth:`TraceLog.read` has read of its file: which file (device, inode), up to which byte
+    (after which line), the traces there and their (strategy, probe) pairs."""
+
+    file: tuple[int, int] | None = None
+    offset: int = 0
+    lines: int = 0
+    traces: list[Trace] = field(default_factory=list)
+    seen: set[tuple[str, str]] = field(default_factory=set)
+
+
 class TraceLog:
     """``traces.jsonl``: one finished trace per line, flushed to disk as soon as it is written.
 
@@ -70,6 +83,8 @@ class TraceLog:
     def __init__(self, path: Path, writer: bool = True):
         self.path = Path(path)
         self._lock = threading.Lock()  # one line at a time, whichever thread finishes a probe
+        self._read_lock = threading.Lock()
+        self._known = _Read()
         if writer:
             self._drop_torn_tail()
 
@@ -86,22 +101,40 @@ class TraceLog:
     def read(self) -> list[Trace]:
         """Every trace written so far, in order, each (strategy, probe) once: the first line wins
         when two writers appended the same pair. A torn last line (no newline yet: being written,
-        or killed mid-write) is left out; any other line that is not a trace raises TraceError."""
-        if not self.path.exists():
-            return []
-        with open(self.path, "rb") as f:
-            data = f.read()
-        seen: set[tuple[str, str]] = set()
-        out = []
-        for number, line in enumerate(data.split(b"\n")[:-1], start=1):
-            if not line.strip():
-                continue
-            trace = self._parse(line, number)
-            key = (trace.strategy, trace.probe_id)
-            if key not in seen:
-                seen.add(key)
-                out.append(trace)
-        return out
+        or killed mid-write) is left out; any other line that is not a trace raises TraceError.
+
+        The file only grows while this object knows it, so a second read parses only the lines
+        appended since the first (a run's summary is made again after every strategy); a file that
+        shrank or was replaced is read again whole."""
+        with self._read_lock:
+            try:
+                f = open(self.path, "rb")
+            except FileNotFoundError:
+                self._known = _Read()
+                return []
+            with f:
+                stat = os.fstat(f.fileno())
+                if (stat.st_dev, stat.st_ino) != self._known.file or stat.st_size < self._known.offset:
+                    self._known = _Read(file=(stat.st_dev, stat.st_ino))
+                known = self._known
+                f.seek(known.offset)
+                data = f.read()
+            end = data.rfind(b"\n") + 1
+            new: dict[tuple[str, str], Trace] = {}
+            lines = data[:end].split(b"\n")[:-1]
+            for number, line in enumerate(lines, start=known.lines + 1):
+                if not line.strip():
+                    continue
+                trace = self._parse(line, number)
+                key = (trace.strategy, trace.probe_id)
+                if key not in known.seen:
+                    new.setdefault(key, trace)
+            # Kept only once every new line parsed: a line that is not a trace is refused again next time.
+            known.traces.extend(new.values())
+            known.seen.update(new)
+            known.offset += end
+            known.lines += len(lines)
+            return list(known.traces)
 
     def _parse(self, line: bytes, number: int) -> Trace:
         try:

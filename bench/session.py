@@ -260,6 +260,7 @@ class BenchSession:
         except JudgeError as e:
             raise ConfigError(str(e), option="--judge") from None
         self._faithfulness: dict = {}  # (strategy, probe id) -> row, scored once per trace
+        self._rows: dict = {}  # (strategy, probe id) -> its per-probe row, made once (report.probe_rows)
         self.judge_failure: str | None = None  # the judge's error, when it failed: its answers are unjudged
         self._scored_at: tuple[int, list[Trace], Any] | None = None  # see _scored()
         self._dev: tuple | None = None  # calibration's dev-run backends (see measure())
@@ -709,6 +710,7 @@ class BenchSession:
             reference=self.reference,
             faithfulness=self._faithfulness,
             oracle=is_comparison(self.study),
+            memo=self._rows,
         )
         self._scored_at = (size, traces, summary)
         return traces, summary
@@ -822,7 +824,7 @@ class BenchSession:
 
         info = json.loads((self.run_dir / RUN_JSON).read_text(encoding="utf-8"))
         traces, summary = self._scored()
-        self.report_path = write_report(self.run_dir, summary, info, traces, self.probe_set)
+        self.report_path = write_report(self.run_dir, summary, info, traces, self.probe_set, self._rows)
         return self.report_path
 
     def table(self) -> str:

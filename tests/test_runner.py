@@ -283,6 +283,45 @@ def test_a_reader_leaves_a_torn_last_line_alone(tmp_path):
     assert path.read_text() == _line("p1", "a")
 
 
+def test_a_second_read_parses_only_what_was_appended_and_a_rewritten_file_again(tmp_path, monkeypatch):
+    # A run is summarised after every strategy: reading the whole file each time grows with the square of it.
+    path = tmp_path / "traces.jsonl"
+    path.write_text(_line("p1", "a") + _line("p2", "b"))
+    log = TraceLog(path)
+    assert [t.probe_id for t in log.read()] == ["p1", "p2"]
+    parsed = []
+    real = TraceLog._parse
+    monkeypatch.setattr(TraceLog, "_parse", lambda log, line, number: parsed.append(number) or real(log, line, number))
+    torn = _line("p4", "d")
+    with open(path, "a") as f:
+        f.write(_line("p1", "again") + "\n" + _line("p3", "c") + torn[:20])  # a duplicate, a blank, a torn tail
+    assert [(t.probe_id, t.answer) for t in log.read()] == [("p1", "a"), ("p2", "b"), ("p3", "c")]
+    assert parsed == [3, 5]  # the new lines only, numbered as in the file
+    with open(path, "a") as f:
+        f.write(torn[20:] + "[1]\n")  # the torn line ends: it is read now, and the next line is no trace
+    for _ in range(2):  # refused again the second time, not skipped
+        with pytest.raises(TraceError, match=f"^{re.escape(str(path))}:7: not a trace"):
+            log.read()
+    path.write_text(_line("p9", "z"))  # replaced (another run in the folder): read again whole
+    assert [t.probe_id for t in log.read()] == ["p9"]
+
+
+def test_a_run_scores_each_trace_once_though_it_is_summarised_after_every_strategy(tmp_path, scripted_lm, monkeypatch):
+    from flarebench.bench import report
+
+    made = []
+    real = report.probe_row
+    monkeypatch.setattr(report, "probe_row", lambda trace, probe: made.append(trace.strategy) or real(trace, probe))
+    specs = ["--strategy", "no_retrieval", "--strategy", "flare_direct"]  # flare_direct: triggers.csv too
+    code, out, err = run_cli("run", *specs, "--limit", "2", "--report-dir", str(tmp_path / "run"))
+    assert code == 0, out + err
+    assert sorted(made) == ["flare_direct", "flare_direct", "no_retrieval", "no_retrieval"]  # summaries, report.html
+    written = (tmp_path / "run" / "summary.csv").read_text()
+    made.clear()
+    assert run_cli("score", str(tmp_path / "run"))[0] == 0
+    assert len(made) == 4 and (tmp_path / "run" / "summary.csv").read_text() == written  # scored again: the same
+
+
 def _exited_pid() -> int:
     proc = subprocess.Popen([sys.executable, "-c", "pass"])
     proc.wait()
