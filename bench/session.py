@@ -59,7 +59,7 @@ from flarebench.probes.load import SHIPPED_DIR, ProbeError, check_format, load_p
 from flarebench.strategies import plugins
 from flarebench.strategies.backends import lm_class, only_for
 from flarebench.strategies.base import LONG_ANSWER_DEFAULTS
-from flarebench.strategies.lm import LMError, LMUnavailable
+from flarebench.strategies.lm import KeyRefused, LMError, LMUnavailable
 from flarebench.strategies.records import OBJECT, Trace, check_fields
 from flarebench.strategies.registry import canonical, expand, parse_spec
 from flarebench.strategies.triggers import Gated
@@ -297,6 +297,8 @@ class BenchSession:
             # A Ray run's driver describes its model but answers no probe: its weights load only if
             # it ever calls it (calibration's dev runs, pytest-benchmark's timed probe).
             backends = self.recipe.build(progress=self.progress, lm_weights=self.ray is None)
+        except KeyRefused as e:  # a wrong key, as a wrong option: nothing ran, nothing to resume
+            raise ConfigError(str(e)) from None
         except LMUnavailable as e:
             e.before_run = True  # the entry points say so, and what to check (runner.resume_hint)
             raise

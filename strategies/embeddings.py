@@ -16,13 +16,17 @@ import numpy as np
 from flarebench.strategies.lm import (
     DEFAULT_MAX_RETRIES,
     DEFAULT_TIMEOUT,
+    KEY_REFUSED,
     UNAVAILABLE_STATUS,
     EndpointError,
+    KeyRefused,
     LMUnavailable,
 )
 
 #: The option that names the embeddings server, said when it cannot be reached.
 ADDRESS = "--embed-base-url"
+#: The option that names its key's variable, said when the key is refused.
+KEY_OPTION = "--embed-api-key-env"
 
 EMBED_SPECS = "openai:MODEL"
 #: A fixed text embedded once at start: its vector identifies the model that serves the name (a local
@@ -70,6 +74,8 @@ class OpenAIEmbedder:
             message = f"--embed {self.name}: {self.base_url}/embeddings answered {e.status_code}: {e.message}"
             if e.status_code in UNAVAILABLE_STATUS:  # overloaded or down after the retries, as an LM server
                 raise LMUnavailable(message, ADDRESS) from None
+            if e.status_code == 401:
+                raise KeyRefused(f"{message} ({KEY_REFUSED.format(option=KEY_OPTION)})", KEY_OPTION) from None
             raise EndpointError(message) from None
         from flarebench.strategies.openai_lm import _short
 

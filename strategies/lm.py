@@ -112,6 +112,8 @@ DEFAULT_MAX_RETRIES = 4
 #: Statuses that, still there after the retries, mean the server as a whole is unavailable, not this
 #: request: the run stops (:class:`LMUnavailable`).
 UNAVAILABLE_STATUS = frozenset({429, 502, 503, 504})
+#: What a refused key (HTTP 401, :class:`KeyRefused`) adds to the endpoint's message.
+KEY_REFUSED = "the key is refused: check the one in the variable {option} names, $OPENAI_API_KEY unless given"
 
 
 class LMError(RuntimeError):
@@ -131,6 +133,16 @@ class LMUnavailable(LMError):
     def __init__(self, message: str, address: str = "--lm-base-url"):
         super().__init__(message)
         self.address = address
+
+
+class KeyRefused(LMUnavailable):
+    """The endpoint refused its key (HTTP 401): revoked, rotated or expired. Every later request
+    would be refused too, so the run stops, to be resumed once the key is fixed, rather than record
+    each probe left as an error that a resumed run would keep. ``address`` is the option naming the
+    key's environment variable."""
+
+    def __init__(self, message: str, address: str = "--lm-api-key-env"):
+        super().__init__(message, address)
 
 
 class LM(ABC):

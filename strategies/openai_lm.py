@@ -60,10 +60,12 @@ from flarebench.strategies.http_client import base_url_problem
 from flarebench.strategies.lm import (  # the timeout, retry and unavailable settings are shared with http
     DEFAULT_MAX_RETRIES,
     DEFAULT_TIMEOUT,
+    KEY_REFUSED,
     LM,
     UNAVAILABLE_STATUS,
     ChatRequest,
     GenerationRequest,
+    KeyRefused,
     LMError,
     LMUnavailable,
     token_texts,
@@ -164,6 +166,8 @@ class OpenAILM(LM):
             )
             if e.status_code in UNAVAILABLE_STATUS:
                 raise LMUnavailable(f"{message} ({self._attempts})") from None
+            if e.status_code == 401:
+                raise KeyRefused(f"{message} ({KEY_REFUSED.format(option='--lm-api-key-env')})") from None
             raise LMError(message) from None
         try:
             data = json.loads(response.text)
@@ -211,6 +215,9 @@ class OpenAILM(LM):
         """``_post``, or None (the reason appended to ``errors``) when the endpoint refuses it."""
         try:
             return self._post(path, body)
+        except KeyRefused as e:  # one path's refusal (a gateway's unknown route): the probe says them all
+            errors.append(str(e))
+            return None
         except LMUnavailable:
             raise
         except LMError as e:

@@ -15,8 +15,8 @@ import time
 from dataclasses import replace
 from typing import Protocol
 
-from flarebench.strategies.embeddings import ADDRESS
-from flarebench.strategies.lm import LM, EndpointError, LMError, LMUnavailable, Prompt
+from flarebench.strategies.embeddings import ADDRESS, KEY_OPTION
+from flarebench.strategies.lm import KEY_REFUSED, LM, EndpointError, KeyRefused, LMError, LMUnavailable, Prompt
 from flarebench.strategies.records import LMCall, Passage
 from flarebench.strategies.retriever import Lookup, Retriever
 
@@ -112,13 +112,14 @@ class EndpointReranker:
         except (openai.APIConnectionError, openai.APITimeoutError, openai.RateLimitError) as e:
             raise LMUnavailable(f"--rerank {self.name}: {self.base_url} cannot be reached: {e}", ADDRESS) from None
         except openai.APIStatusError as e:
+            message = f"--rerank {self.name}: {self.base_url}/rerank answered HTTP {e.status_code}"
+            if e.status_code == 401:  # refused for every query to come: the run stops, as for the LM
+                raise KeyRefused(f"{message} ({KEY_REFUSED.format(option=KEY_OPTION)})", KEY_OPTION) from None
             # Only an endpoint without /rerank is one --rerank lm stands in for; a refused key is the key's.
-            hint = {401: " (check --embed-api-key-env)", 403: " (check --embed-api-key-env)"}.get(
+            hint = {403: " (check --embed-api-key-env)"}.get(
                 e.status_code, " (no /rerank there: use --rerank lm)" if e.status_code in (404, 405) else ""
             )
-            raise EndpointError(
-                f"--rerank {self.name}: {self.base_url}/rerank answered HTTP {e.status_code}{hint}"
-            ) from None
+            raise EndpointError(f"{message}{hint}") from None
         try:
             scores = [0.0] * len(documents)
             for r in reply["results"]:

@@ -595,11 +595,15 @@ def test_concurrent_probes_give_the_sequential_answers_as_they_finish(tmp_path):
 class Proxy:
     """Forwards to the real server; a request whose prompt holds a key of ``faults`` gets that
     fault (malformed: a torn JSON body; empty: no choices; no_logprobs: logprobs stripped), one
-    holding ``down_on`` closes the proxy's port (the server is gone). Counts requests in flight."""
+    holding ``down_on`` closes the proxy's port (the server is gone), and from the request holding
+    ``refuse_from`` on, every request is refused as with a revoked key (HTTP 401, quoting it as
+    OpenAI's reply does). Counts requests in flight."""
 
     upstream: str
     faults: dict = dataclasses.field(default_factory=dict)
     down_on: str | None = None
+    refuse_from: str | None = None
+    refusing: bool = False
     auth: set = dataclasses.field(default_factory=set)
     in_flight: int = 0
     max_in_flight: int = 0
@@ -613,6 +617,10 @@ class Proxy:
         prompt = str(json.loads(body).get("prompt") or "") if body else ""
         if self.down_on and self.down_on in prompt:
             return DROP
+        self.refusing = self.refusing or bool(self.refuse_from and self.refuse_from in prompt)
+        if self.refusing:
+            quoted = f"Incorrect API key provided: {headers.get('Authorization')}"
+            return 401, json.dumps({"error": {"message": quoted, "code": "invalid_api_key"}}).encode()
         fault = next((f for text, f in self.faults.items() if text in prompt), None)
         if fault == "malformed":
             return 200, b'{"id": "cmpl-1", "choices": [{"text": " Par'
@@ -910,6 +918,40 @@ def test_a_server_gone_mid_run_stops_it_and_the_same_command_resumes(scripted, p
         proxy, _server_args(proxy.endpoint.url, "--strategy", "no_retrieval"), tmp_path / "run", ids
     )
     assert len(answers) == 3
+
+
+def test_a_key_refused_mid_run_stops_it_and_the_same_command_resumes_once_it_is_fixed(
+    scripted, phantom, tmp_path, monkeypatch
+):
+    # A key revoked mid-run would fail every probe left, each recorded as an error that a resumed
+    # run keeps: the run stops at the first refusal instead, saying so, and resumes.
+    from tests.scripted import run_cli
+
+    proxy = Proxy(scripted.endpoint.url, refuse_from=phantom.probes[1].question)
+    run_dir = tmp_path / "run"
+    args = _server_args(proxy.endpoint.url, "--strategy", "no_retrieval", "--limit", "3", "--report-dir", str(run_dir))
+    monkeypatch.setenv(KEY_ENV, SECRET)
+    code, out, err = run_cli("run", *args)
+    assert code == 3 and err.splitlines()[-1] == (
+        f"flarebench: the LM server at {proxy.endpoint.url}/ answered HTTP 401 to /completions: Error code: 401 - "
+        "{'error': {'message': 'Incorrect API key provided: Bearer ***', 'code': 'invalid_api_key'}} (the key is "
+        "refused: check the one in the variable --lm-api-key-env names, $OPENAI_API_KEY unless given); finished "
+        "probes are kept; run the same command to resume"
+    ), err
+    assert [t["probe_id"] for t in _traces(run_dir)] == [phantom.probes[0].id]
+    assert json.loads((run_dir / "run.json").read_text())["status"] == "interrupted"
+    proxy.refusing = False
+    proxy.refuse_from = None  # the key is replaced
+    code, out, err = run_cli("run", *args)
+    assert code == 0, err
+    traces = _traces(run_dir)
+    assert [t["probe_id"] for t in traces] == [p.id for p in phantom.probes[:3]] and not any(t["error"] for t in traces)
+    assert files_holding(run_dir, SECRET) == [] and SECRET not in out + err
+    proxy.refusing = True  # refused from the start: the capability probe says so, before any run
+    with pytest.raises(LMError, match="serves neither .*HTTP 401 .*the key is refused") as e:
+        make_lm("openai:smollm2", proxy.endpoint.url, KEY_ENV, max_retries=0)
+    assert not isinstance(e.value, LMUnavailable)  # a mistake in the options (exit 2), not a server gone
+    proxy.endpoint.down()
 
 
 @pytest.mark.model

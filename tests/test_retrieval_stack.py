@@ -18,6 +18,7 @@ from flarebench.bench.scorers.retrieval_latency import retrieval_latency, search
 from flarebench.strategies.bm25 import BM25Retriever
 from flarebench.strategies.dense import DenseRetriever
 from flarebench.strategies.hybrid import HybridRetriever
+from flarebench.strategies.lm import KeyRefused
 from flarebench.strategies.records import FIRST_HOP, LOW_CONFIDENCE, Passage, Retrieval, Step, Trace
 from flarebench.strategies.rerank import RERANK, EndpointReranker, LMReranker, RerankedRetriever
 from flarebench.strategies.single_time import SingleTime
@@ -123,6 +124,9 @@ class _RerankHandler(JSONHandler):
         if self.path != "/v1/rerank":
             self.send_json(404, {"error": "not found"})
             return
+        if body["query"] == "revoked":
+            self.send_json(401, {"error": {"message": "Incorrect API key provided"}})
+            return
         # Scores: the longer the document, the better.
         self.send_json(
             200, {"results": [{"index": i, "relevance_score": len(d)} for i, d in enumerate(body["documents"])]}
@@ -142,6 +146,12 @@ def test_an_endpoint_reranker_orders_by_its_scores_and_one_without_rerank_is_ref
     assert [p.id for p in found.passages] == ["bbbbbb", "ccc"] and found.lm_calls == []
     with pytest.raises(ValueError, match=r"/rerank answered HTTP 404 \(no /rerank there: use --rerank lm\)$"):
         EndpointReranker("r", base_url=f"{rerank_server}/nothing")
+    with pytest.raises(KeyRefused) as e:  # a key revoked mid-run stops the run, as the LM's does
+        reranked.lookup("revoked", 2)
+    assert e.value.address == "--embed-api-key-env" and str(e.value) == (
+        f"--rerank openai:r: {rerank_server}/v1/rerank answered HTTP 401 (the key is refused: check the one in the "
+        "variable --embed-api-key-env names, $OPENAI_API_KEY unless given)"
+    )
 
 
 def _trace(retrievals: list[Retrieval]) -> Trace:
@@ -344,7 +354,9 @@ class _KeyQuotingHandler(JSONHandler):
 
 def test_an_embeddings_key_in_a_variable_of_any_name_never_reaches_a_line_or_a_file(scripted_lm, tmp_path, monkeypatch):
     # --embed-api-key-env names the key's variable, whatever its name: an endpoint's error quoting
-    # the key is redacted at start (the command's one line) and mid-run (each probe's error).
+    # the key is redacted at start and mid-run (the command's one line, the run's files). A key
+    # refused mid-run stops the run, resumable, as an unreachable endpoint does: each probe left
+    # recorded as an error would be kept by the resumed run.
     from tests.console import files_holding
     from tests.scripted import run_cli
 
@@ -357,9 +369,14 @@ def test_an_embeddings_key_in_a_variable_of_any_name_never_reaches_a_line_or_a_f
         assert code == 2 and "Incorrect API key provided: Bearer ***" in err and secret not in out + err, err
         run_dir = tmp_path / "run"
         code, out, err = run_cli("run", *options, "--embed", "openai:m", "--report-dir", str(run_dir))
-    errors = [json.loads(line)["error"] for line in (run_dir / "traces.jsonl").read_text().splitlines()]
-    assert code == 1 and all("Bearer ***" in e for e in errors), errors
-    assert all(e.startswith("EndpointError: --embed openai:m: ") for e in errors), errors  # not the LM's error
+    assert code == 3 and err.splitlines()[-1] == (
+        f"flarebench: --embed openai:m: {base}/v1/embeddings answered 401: Error code: 401 - {{'error': {{'message': "
+        "'Incorrect API key provided: Bearer ***'}} (the key is refused: check the one in the variable "
+        "--embed-api-key-env names, $OPENAI_API_KEY unless given); finished probes are kept; run the same command "
+        "to resume"
+    ), err
+    assert json.loads((run_dir / "run.json").read_text())["status"] == "interrupted"
+    assert not (run_dir / "traces.jsonl").exists()  # no probe recorded as an error
     assert files_holding(run_dir, secret) == [] and secret not in out + err
 
 
