@@ -87,8 +87,21 @@ def _run(args: argparse.Namespace, study: dict | None = None) -> int:
     if session.judge_failure:  # a metric asked for is missing
         print(session.judge_line(), file=sys.stderr)
     if failed:
-        print(f"flarebench: failed: {', '.join(failed)}", file=sys.stderr)
+        print(_failed_line(session, failed), file=sys.stderr)
     return 1 if failed or session.judge_failure else 0
+
+
+def _failed_line(session, failed: list[str]) -> str:
+    """The line a run whose specs ``failed`` ends with: those specs and, when probes of theirs raised
+    an error (a server's 500 after the retries), how to run just those again."""
+    line = f"flarebench: failed: {', '.join(failed)}"
+    errors = sum(1 for spec in failed for t in session.results.get(spec, []) if t.error)
+    if errors and not session.gating.active:  # a gated run is measured again whole
+        line += (
+            f" ({errors} probe{'s' * (errors != 1)} raised an error, each said in its trace; the same command "
+            "with --retry-errors runs them again)"
+        )
+    return line
 
 
 def _compare(args: argparse.Namespace) -> int:
@@ -282,7 +295,7 @@ def _calibrated(args: argparse.Namespace, plans: dict, goal, kind: str, extra: d
         # Options to paste as they are: one --strategy per chosen spec.
         print("chosen: " + " ".join(f"--strategy {shlex.quote(s)}" for s in chosen.values()))
     if failed:
-        print(f"flarebench: failed: {', '.join(failed)}", file=sys.stderr)
+        print(_failed_line(session, failed), file=sys.stderr)
     return 1 if failed else 0
 
 

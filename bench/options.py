@@ -267,6 +267,13 @@ RUN_OPTIONS: tuple[Option, ...] = (
         is_switch=True,
     ),
     Option(
+        "--retry-errors",
+        "run again the probes of a resumed run whose traces hold an error (a server's 500 after the retries, a "
+        "timeout), replacing those traces; without --report-dir, the newest run folder of this configuration, "
+        "finished or not",
+        is_switch=True,
+    ),
+    Option(
         "--save-baseline",
         "write the run's metrics, configuration and tolerances to FILE as a regression baseline "
         "(only when every strategy ran without errors)",

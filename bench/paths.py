@@ -1,7 +1,8 @@
 """Checks of the path options (``--report-dir``, ``--cache``, ``--prices``, ``--gate``,
 ``--save-baseline``), made before anything heavy is loaded, so a file where a folder is wanted, a
 folder where a file is wanted, a missing input or a place that cannot be written fails at once in
-one line (``--report-dir x: is a file, not a folder``) instead of a traceback at the end of a run."""
+one line (``--report-dir x: is a file, not a folder``) instead of a traceback at the end of a run;
+and the one way a run folder's files are replaced (:func:`write_atomic`)."""
 
 from __future__ import annotations
 
@@ -18,7 +19,28 @@ class PathError(ValueError):
 
 class WriteError(OSError):
     """A file that cannot be written (a folder in its place, a full disk): one line naming the path
-    and why, shown as a usage error (flarebench.bench.report.write_atomic)."""
+    and why, shown as a usage error (:func:`write_atomic`)."""
+
+
+_UMASK = os.umask(0o022)
+os.umask(_UMASK)  # read once at import: os.umask can only be read by setting it
+
+
+def write_atomic(path: Path, text: str) -> None:
+    """Write ``text`` to ``path`` through a temporary file, so a reader never sees half a file.
+    When that fails (a folder in its place, a full disk), ``path`` is left as it was, the temporary
+    file is removed, and WriteError names the path."""
+    tmp = None
+    try:
+        fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.")
+        with os.fdopen(fd, "w", encoding="utf-8") as f:
+            f.write(text)
+        os.chmod(tmp, 0o666 & ~_UMASK)  # mkstemp makes the file 0600; give it the usual permissions
+        os.replace(tmp, path)
+    except OSError as e:
+        if tmp is not None:
+            Path(tmp).unlink(missing_ok=True)
+        raise WriteError(f"{path}: cannot be written ({e.strerror or e})") from None
 
 
 def _first_existing(path: Path) -> Path:

@@ -5,7 +5,6 @@ from __future__ import annotations
 import json
 import math
 import os
-import tempfile
 from pathlib import Path
 
 import pandas as pd
@@ -16,32 +15,11 @@ from flarebench.bench.calibrate import CALIBRATION_CSV, calibration_lines, calib
 from flarebench.bench.markdown import cell
 from flarebench.bench.markdown import text as markdown_text
 from flarebench.bench.metrics import COLUMN_DOCS, SUMMARY_COLUMNS, probe_row, summarize
-from flarebench.bench.paths import WriteError
+from flarebench.bench.paths import WriteError, write_atomic
 from flarebench.strategies.records import Trace
 
 SUMMARY_CSV = "summary.csv"
 SUMMARY_MD = "summary.md"
-_UMASK = os.umask(0o022)
-os.umask(_UMASK)  # read once at import: os.umask can only be read by setting it
-
-
-def write_atomic(path: Path, text: str) -> None:
-    """Write ``text`` to ``path`` through a temporary file, so a reader never sees half a file.
-    When that fails (a folder in its place, a full disk), ``path`` is left as it was, the temporary
-    file is removed, and WriteError names the path."""
-    tmp = None
-    try:
-        fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.")
-        with os.fdopen(fd, "w", encoding="utf-8") as f:
-            f.write(text)
-        os.chmod(tmp, 0o666 & ~_UMASK)  # mkstemp makes the file 0600; give it the usual permissions
-        os.replace(tmp, path)
-    except OSError as e:
-        if tmp is not None:
-            Path(tmp).unlink(missing_ok=True)
-        raise WriteError(f"{path}: cannot be written ({e.strerror or e})") from None
-
-
 #: The files a scoring writes into a run folder (``score`` and ``report``; run.json and report.html
 #: are named by their modules), so that each can be checked before any is written.
 SUMMARY_FILES = (SUMMARY_CSV, SUMMARY_MD, ADOPTION_MD, CALIBRATION_CSV)

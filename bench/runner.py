@@ -14,6 +14,7 @@ from concurrent.futures import ThreadPoolExecutor, as_completed
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from flarebench.bench.paths import write_atomic
 from flarebench.strategies.base import Strategy
 from flarebench.strategies.capabilities import describe
 from flarebench.strategies.http_client import redact_secrets
@@ -55,6 +56,12 @@ _NOT_A_TRACE = (ValueError, KeyError, TypeError, AttributeError)
 def _why(e: Exception) -> str:
     """A refused trace's reason: a field check's message as it is, any other error with its type."""
     return f"{type(e).__name__}: {e}" if isinstance(e, KeyError | TypeError | AttributeError) else str(e)
+
+
+def _pair(line: bytes) -> tuple[str, str]:
+    """The (strategy spec, probe id) of a line of traces.jsonl that :meth:`TraceLog.read` accepted."""
+    d = json.loads(line)
+    return d["strategy"], d["probe_id"]
 
 
 class TraceError(ValueError):
@@ -147,6 +154,15 @@ class TraceLog:
             return Trace.from_dict(d)
         except _NOT_A_TRACE as e:
             raise TraceError(f"{self.path}:{number}: not a trace ({_why(e)[:200]})") from None
+
+    def drop(self, pairs: set[tuple[str, str]]) -> None:
+        """Remove every line of these (strategy spec, probe id) pairs, replacing the file whole (a
+        reader never sees it half-written), so that a resumed run runs them again."""
+        if not pairs or not self.path.exists():
+            return
+        lines = self.path.read_bytes().splitlines(keepends=True)
+        kept = [line for line in lines if not line.strip() or _pair(line) not in pairs]
+        write_atomic(self.path, b"".join(kept).decode("utf-8"))
 
     def size(self) -> int:
         """The file's size in bytes (0 before the first trace): it grows with every append, so it

@@ -137,6 +137,7 @@ class BenchSession:
     rerank_depth: int | None = None
     report_dir: str | None = None
     overwrite: bool = False
+    retry_errors: bool = False  # --retry-errors: a resumed run's errored probes are run again
     save_baseline: str | None = None
     gate: str | None = None
     tolerance: list[str] | None = None
@@ -267,6 +268,9 @@ class BenchSession:
         self._more_to_come = False  # a calibration's specs are not all known yet (see focus())
         self.warmed: dict | None = None  # what warm_up() evaluated before the first probe
         self.interrupted = False  # set by mark_interrupted(): the entry points say how to resume
+        if self.retry_errors and (self.gating.active or self.overwrite):
+            fresh = "--overwrite starts the run again" if self.overwrite else "a gated run is measured in one fresh run"
+            raise ConfigError(f"--retry-errors runs a resumed run's failed probes again, but {fresh}")
         # A folder another process is writing is refused now, before the model loads (it is
         # checked again, authoritatively, when the lock is taken).
         self._lock: RunLock | None = None
@@ -468,7 +472,8 @@ class BenchSession:
             status = read_run_json(folders[-1] / RUN_JSON).get("status")
         except (ConfigError, OSError):
             return None  # not a run this command can resume: a new folder, as before
-        return folders[-1] if status != "complete" and RunLock(folders[-1]).blocked() is None else None
+        resumable = status != "complete" or self.retry_errors  # a finished run's errors are retried in it
+        return folders[-1] if resumable and RunLock(folders[-1]).blocked() is None else None
 
     def _open_run_dir(self) -> Path:
         """Create, resume or refuse the run folder, holding its lock from here to :meth:`close`."""
@@ -549,8 +554,20 @@ class BenchSession:
                 raise ConfigError(f"{what}{_START_AGAIN}") from None
             _clear(run_dir)
             self.log = TraceLog(run_dir / TRACES)
+        if self.retry_errors:
+            self._drop_errors()
         self._write_run_json(run_dir, status="running")
         return run_dir
+
+    def _drop_errors(self) -> None:
+        """--retry-errors: remove the traces of the selected probes that hold an error, so that the
+        run runs them again, and say how many of each spec."""
+        wanted = {p.id for p in self.selected}
+        failed = [t for t in self.log.read() if t.error and t.probe_id in wanted]
+        self.log.drop({(t.strategy, t.probe_id) for t in failed})
+        counts = ", ".join(f"{spec} {n}" for spec, n in Counter(t.strategy for t in failed).items())
+        said = f"running again {len(failed)} probe{'s' * (len(failed) != 1)} whose trace held an error ({counts})"
+        print(f"flarebench: --retry-errors: {said if failed else 'no trace holds an error'}", file=sys.stderr)
 
     def _write_run_json(self, run_dir: Path, status: str) -> None:
         info = {

@@ -670,6 +670,54 @@ def test_without_report_dir_the_same_command_resumes_the_run_that_did_not_finish
     assert code == 0 and "resuming" not in err and len(list((tmp_path / "reports").iterdir())) == 2
 
 
+@pytest.mark.slow
+def test_retry_errors_runs_the_failed_probes_again_in_the_newest_folder_finished_or_not(
+    tmp_path, scripted_lm, monkeypatch
+):
+    # A hosted model's 500s after the retries leave errored traces in a finished run; the same command
+    # with --retry-errors runs only those again, in that folder, and the summary counts them answered.
+    from flarebench.strategies.lm import LMError
+
+    monkeypatch.chdir(tmp_path)
+    command = ("run", "--strategy", "no_retrieval", "--strategy", "single_time", "--limit", "2")
+    real = scripted_lm._complete
+    failing = {scripted_lm.probes[1].question}
+
+    def server_error_on_the_second_probe(request):
+        if any(q in request.prompt.dynamic for q in failing):
+            raise LMError("the LM server answered HTTP 500")
+        return real(request)
+
+    monkeypatch.setattr(scripted_lm, "_complete", server_error_on_the_second_probe)
+    code, out, err = run_cli(*command)
+    assert code == 1 and err.splitlines()[-1] == (
+        "flarebench: failed: no_retrieval, single_time (2 probes raised an error, each said in its trace; the same "
+        "command with --retry-errors runs them again)"
+    )
+    (folder,) = (tmp_path / "reports").iterdir()
+    lines = (folder / "traces.jsonl").read_text().splitlines()
+    errored = [json.loads(line)["probe_id"] for line in lines if json.loads(line)["error"]]
+    assert errored == [scripted_lm.probes[1].id] * 2
+    assert list(pd.read_csv(folder / "summary.csv")["errors"]) == [1, 1]
+    code, out, err = run_cli(*command, "--retry-errors")  # the server still fails: kept as errors
+    assert code == 1 and "--retry-errors: running again 2 probes whose trace held an error (no_retrieval 1, " in err
+    failing.clear()  # the server is fixed
+    code, out, err = run_cli(*command, "--retry-errors")
+    assert code == 0, err
+    assert f"flarebench: resuming {Path('reports') / folder.name}" in err and len(os.listdir("reports")) == 1
+    traces = [json.loads(line) for line in (folder / "traces.jsonl").read_text().splitlines()]
+    assert len(traces) == 4 and not any(t["error"] for t in traces)
+    answered = [line for line in lines if not json.loads(line)["error"]]
+    assert (folder / "traces.jsonl").read_text().splitlines()[:2] == answered  # kept as they were
+    assert list(pd.read_csv(folder / "summary.csv")["errors"]) == [0, 0]
+    assert json.loads((folder / "run.json").read_text())["status"] == "complete"
+    code, out, err = run_cli(*command, "--retry-errors")
+    assert code == 0 and "flarebench: --retry-errors: no trace holds an error" in err
+    for other, why in (("--overwrite", "--overwrite starts the run again"), ("--save-baseline=b.json", "gated")):
+        code, out, err = run_cli(*command, "--retry-errors", other)
+        assert code == 2 and why in err and err.count("\n") == 1, err
+
+
 # --------------------------------------------------------------------------------------------
 # $FLAREBENCH_CACHE
 # --------------------------------------------------------------------------------------------

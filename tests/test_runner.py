@@ -443,7 +443,10 @@ def test_an_lm_failing_with_its_own_exception_at_warm_up_is_one_line_and_each_pr
     where, goes_on = r"\(test_runner\.py:\d+\)", "the run goes on, its probes record their errors"
     note = rf"flarebench: warm-up: LM scripted: RuntimeError: boom {where}; {goes_on}"
     assert re.fullmatch(note, said[0])
-    assert said[1:] == ["flarebench: failed: no_retrieval, single_time"]
+    assert said[1:] == [
+        "flarebench: failed: no_retrieval, single_time (2 probes raised an error, each said in its trace; the same "
+        "command with --retry-errors runs them again)"
+    ]
     traces = TraceLog(run_dir / "traces.jsonl").read()
     assert [t.error.split(" (")[0] for t in traces] == ["RuntimeError: boom"] * 2
 
