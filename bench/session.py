@@ -459,10 +459,11 @@ class BenchSession:
             except ConfigError as e:
                 raise ConfigError(f"{e}; use --overwrite to replace it") from None
 
-    def _unfinished_default(self) -> Path | None:
+    def _default_to_resume(self) -> tuple[Path, str] | None:
         """The newest default run folder of this configuration (``reports/<time>-<config hash>``)
-        when its run did not finish (interrupted, killed) and no live process writes it; None
-        otherwise, and always for a gated run or with --overwrite, which start afresh."""
+        when its run did not finish (interrupted, killed), or finished and --retry-errors is given,
+        and no live process writes it, with why it is resumed; None otherwise, and always for a
+        gated run or with --overwrite, which start afresh."""
         if self.gating.active or self.overwrite:
             return None
         folders = sorted(DEFAULT_RUNS.glob(f"*-{self.config_hash}")) if DEFAULT_RUNS.is_dir() else []
@@ -472,18 +473,20 @@ class BenchSession:
             status = read_run_json(folders[-1] / RUN_JSON).get("status")
         except (ConfigError, OSError):
             return None  # not a run this command can resume: a new folder, as before
-        resumable = status != "complete" or self.retry_errors  # a finished run's errors are retried in it
-        return folders[-1] if resumable and RunLock(folders[-1]).blocked() is None else None
+        if RunLock(folders[-1]).blocked() is not None:
+            return None
+        if status != "complete":
+            return folders[-1], "which did not finish"
+        return (folders[-1], "for --retry-errors") if self.retry_errors else None
 
     def _open_run_dir(self) -> Path:
         """Create, resume or refuse the run folder, holding its lock from here to :meth:`close`."""
         if self.report_dir:
             run_dir = Path(self.report_dir)
-        elif unfinished := self._unfinished_default():
+        elif resumed := self._default_to_resume():
             # "Run the same command to resume" holds without --report-dir too.
-            run_dir = unfinished
-            note = f"flarebench: resuming {run_dir}, this configuration's last run, which did not finish"
-            print(note, file=sys.stderr)
+            run_dir, why = resumed
+            print(f"flarebench: resuming {run_dir}, this configuration's last run, {why}", file=sys.stderr)
         else:
             stamp = dt.datetime.now(dt.UTC).strftime("%Y%m%dT%H%M%SZ")
             run_dir = DEFAULT_RUNS / f"{stamp}-{self.config_hash}"

@@ -704,7 +704,8 @@ def test_retry_errors_runs_the_failed_probes_again_in_the_newest_folder_finished
     failing.clear()  # the server is fixed
     code, out, err = run_cli(*command, "--retry-errors")
     assert code == 0, err
-    assert f"flarebench: resuming {Path('reports') / folder.name}" in err and len(os.listdir("reports")) == 1
+    resumed = f"flarebench: resuming {Path('reports') / folder.name}, this configuration's last run, for --retry-errors"
+    assert resumed in err and len(os.listdir("reports")) == 1
     traces = [json.loads(line) for line in (folder / "traces.jsonl").read_text().splitlines()]
     assert len(traces) == 4 and not any(t["error"] for t in traces)
     answered = [line for line in lines if not json.loads(line)["error"]]
