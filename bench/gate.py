@@ -517,6 +517,9 @@ class Gating:
     fp: dict[str, Any] | None = None  # this run's fingerprint (set by :meth:`bind`)
     replaces: list[str] = field(default_factory=list)  # the specs of the baseline --save-baseline overwrites
     kept_tolerances: bool = False  # its tolerances, edited away from the defaults, are kept in the new one
+    # The tolerances the saved baseline holds, when they are not those gated by (a --gate baseline's,
+    # while --save-baseline replaces another file, keeps that file's).
+    saved_tolerances: dict[str, dict[str, float] | None] | None = None
     # A changed spec gated across configurations -> the baseline's spec of the same strategy.
     against: dict[str, str] = field(default_factory=dict)
     verdicts: dict[str, list[str]] = field(default_factory=dict)
@@ -586,7 +589,8 @@ class Gating:
             wanted=wanted,
             specs=[reference] + [s for s in wanted if s != reference],
             replaces=replaces,
-            kept_tolerances=baseline is None and kept is not None and kept != with_always_gated(DEFAULT_TOLERANCES),
+            kept_tolerances=kept is not None and kept != with_always_gated(DEFAULT_TOLERANCES),
+            saved_tolerances=apply_overrides(kept, tolerance) if baseline is not None and kept is not None else None,
             against=against,
         )
 
@@ -718,7 +722,7 @@ class Gating:
                 "latency_p95_s": _number(ref.get("latency_p95_s")),
             },
             "metrics": {spec: with_ratios(rows[spec], ref) for spec in self.wanted if spec in rows},
-            "tolerances": self.tolerances,
+            "tolerances": self.tolerances if self.saved_tolerances is None else self.saved_tolerances,
             "created_utc": dt.datetime.now(dt.UTC).isoformat(timespec="seconds"),
             "command": command_line(),
         }

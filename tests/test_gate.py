@@ -584,6 +584,20 @@ def test_a_baseline_saved_again_keeps_the_tolerances_edited_in_it(tmp_path, orac
     assert not (tmp_path / "bad").exists()
 
 
+def test_a_baseline_saved_over_another_file_while_gating_keeps_that_files_tolerances(tmp_path, oracle):
+    # A nightly baseline remade while the run is gated against the team's main one: the file being
+    # replaced keeps its own edited bounds, not the gate's.
+    gate = _save(tmp_path)
+    nightly = tmp_path / "nightly.json"
+    doc = json.loads(gate.read_text())
+    nightly.write_text(json.dumps({**doc, "tolerances": {**doc["tolerances"], "em": {"max_drop": 0.5}}}))
+    options = ("--strategy", "single_time", "--limit", "3", "--gate", str(gate), "--save-baseline", str(nightly))
+    code, out, err = run_cli(*options, "--report-dir", str(tmp_path / "again"))
+    assert code == 0 and "it keeps the tolerances edited in the baseline it replaced" in out, out + err
+    assert json.loads(nightly.read_text())["tolerances"]["em"] == {"max_drop": 0.5}
+    assert json.loads(gate.read_text())["tolerances"]["em"] == DEFAULT_TOLERANCES["em"]  # the gate's file untouched
+
+
 @pytest.mark.slow
 def test_console_script_saves_a_baseline_and_gates_against_it(tmp_path, oracle):
     baseline = _save(tmp_path)
