@@ -349,6 +349,7 @@ def _rescore(args: argparse.Namespace, memo: dict | None = None):
     Only reads traces.jsonl, so it needs no lock and works while a run is writing the folder.
     ``memo`` keeps the per-probe rows made (:func:`flarebench.bench.report.probe_rows`) for the
     command's other uses of them."""
+    from flarebench.bench import version
     from flarebench.bench.report import is_comparison, summary_frame
     from flarebench.bench.runner import TRACES, TraceError, TraceLog
     from flarebench.bench.session import RUN_JSON, ConfigError, read_run_json
@@ -425,6 +426,11 @@ def _rescore(args: argparse.Namespace, memo: dict | None = None):
         "price": price.record() if price else None,
         "judge": judge.describe() if judge else None,
     }
+    if (made_by := config.get("flarebench")) not in (None, version()):
+        # Scored by this version's scorers: where scoring changed between the two, so do the numbers.
+        note = f"made by flarebench {made_by}, scored by {version()}: see CHANGES.md for what changed between them"
+        print(f"flarebench: warning: {run_json}: {note}", file=sys.stderr)
+        summary.attrs["notes"] = [f"This run was {note}.", *summary.attrs.get("notes", [])]
     line = _scored_line(traces, len(probes), order)
     return run_dir, {**info, "scoring": scoring}, traces, probe_set, summary, line
 

@@ -80,6 +80,23 @@ def first_difference(old: Any, new: Any, path: str = "") -> str | None:
     return None if old == new else f"{path} (was {_brief(old)}, now {_brief(new)})"
 
 
+#: What a difference in a field no user sets means, said after it by a refusal: keyed by the
+#: field's path up to its first dot.
+_MEANING = {
+    "flarebench": "another flarebench version, whose changes to answers and scores CHANGES.md lists",
+    "requests_sha256": "what flarebench sends for that strategy (its prompts, stop sequences, fixed text or "
+    "how it forms its queries) changed",
+    "prompts_sha256": "that strategy's static prompts changed",
+    "prompt_sha256": "the static prompts changed",
+}
+
+
+def meaning(diff: str) -> str:
+    """What the difference :func:`first_difference` named means when the user set none of it (another
+    version of flarebench, its request shape); "" for a field the user sets."""
+    return _MEANING.get(diff.split(" ", 1)[0].split(".", 1)[0], "")
+
+
 #: The longest value a refusal quotes whole (a strategy's parameters would fill the line).
 BRIEF_CHARS = 80
 

@@ -53,7 +53,7 @@ from pathlib import Path
 from typing import Any
 
 from flarebench.bench.bounds import strategy_rows
-from flarebench.bench.config import command_line, config_difference
+from flarebench.bench.config import command_line, config_difference, meaning
 from flarebench.bench.lines import line_of
 from flarebench.bench.metrics import OPTIONAL_COLUMNS, SUMMARY_COLUMNS
 from flarebench.bench.scorers.latency import FEW
@@ -604,15 +604,12 @@ class Gating:
             return
         diff = config_difference(self.baseline.config, fp, [self.reference, *self.wanted], self.against)
         if diff and not self.across_configs:
-            changed = (
-                "the probe set's questions, answers or documents changed since the baseline was saved: save a "
-                "new baseline (--save-baseline), or "
-                if diff.startswith("probes.hash")
-                else ""
-            )
+            probes = "the probe set's questions, answers or documents changed since the baseline was saved"
+            changed = probes if diff.startswith("probes.hash") else meaning(diff)
             raise GateError(
                 f"{self.baseline.path} was made with a different configuration: {diff}; "
-                f"{changed}use --gate-across-configs to compare anyway"
+                + (f"{changed}: save a new baseline (--save-baseline), or " if changed else "")
+                + "use --gate-across-configs to compare anyway"
             )
         self.difference = diff
 

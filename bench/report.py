@@ -10,6 +10,7 @@ from pathlib import Path
 import pandas as pd
 from tabulate import tabulate
 
+from flarebench.bench import version
 from flarebench.bench.adoption import ADOPTION_MD, adoption, markdown
 from flarebench.bench.calibrate import CALIBRATION_CSV, calibration_lines, calibration_note, calibration_table
 from flarebench.bench.markdown import cell
@@ -239,6 +240,8 @@ _STATUS_LINE_DEV = (
     "strategies ran the test probes (a strategy run as given has the rows it finished): {finish}.\n\n"
 )
 _FINISH = "run the same command to finish it"
+#: What finishes a run another version of flarebench made (CHANGES.md, "Upgrading").
+_RUN_AGAIN = "run it again with another --report-dir"
 #: A gated run (--gate, --save-baseline) is never resumed (docs/runs.md).
 _FINISH_GATED = "as a gated run is measured in one fresh run, run the same command with --overwrite to measure it"
 
@@ -270,10 +273,14 @@ def write_summary(
     defs = "\n".join(f"- `{c}`: {COLUMN_DOCS[c]}" for c in summary.columns if c in COLUMN_DOCS)
     notes = "".join(f"- {note}\n" for note in summary.attrs.get("notes", []))
     # Both files say when the run has not finished: their rows are partial.
+    made_by = config.get("flarebench")
+    finish = _FINISH_GATED if gated else _FINISH
+    if made_by not in (None, version()):  # another version's run is another configuration: never resumed
+        finish = f"it was made by flarebench {made_by}, which this version ({version()}) does not resume: {_RUN_AGAIN}"
     status_line = (
         (_STATUS_LINE_DEV if study and "goal" in study and "calibration" not in study else _STATUS_LINE).format(
             status=status,
-            finish=_FINISH_GATED if gated else _FINISH,
+            finish=finish,
             pending=f"; not started yet: {', '.join(summary.attrs['pending'])}" if summary.attrs.get("pending") else "",
         )
         if status not in (None, "complete")

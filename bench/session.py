@@ -28,7 +28,7 @@ from tqdm import tqdm
 from flarebench.bench.adoption import ADOPTION_MD
 from flarebench.bench.bounds import strategy_rows, with_bounds
 from flarebench.bench.calibrate import CALIBRATION_CSV, CalibrationError, Goal, check_goal_fits
-from flarebench.bench.config import command_line, fingerprint, first_difference, run_config
+from flarebench.bench.config import command_line, fingerprint, first_difference, meaning, run_config
 from flarebench.bench.gate import GATE_JSON, GateError, Gating
 from flarebench.bench.html import REPORT_HTML
 from flarebench.bench.interrupt import interrupts_polled
@@ -521,8 +521,9 @@ class BenchSession:
                 recorded = {"config": None}  # unreadable: replaced below, as another configuration's run is
             diff = first_difference(recorded["config"], self.config)
             if diff and not self.overwrite:
+                why = f" ({meaning(diff)})" if meaning(diff) else ""
                 raise ConfigError(
-                    f"{run_dir} holds a run of a different configuration: {diff}; "
+                    f"{run_dir} holds a run of a different configuration: {diff}{why}; "
                     "use --overwrite to replace it or another --report-dir"
                 )
             # A calibration's split and goal decide which probes are dev and which test: resumed

@@ -225,9 +225,17 @@ def test_a_run_of_another_version_or_template_is_not_resumed(tmp_path, monkeypat
     }
     monkeypatch.setattr(flarebench.bench.config, "version", lambda: "9.9.9")
     code, _, err = run_cli("run", "--strategy", "single_time", "--limit", "1", "--report-dir", run)
-    assert code == 2 and f"flarebench (was '{flarebench.bench.version()}', now '9.9.9')" in err
+    was = flarebench.bench.version()
+    assert (
+        code == 2
+        and (
+            f"flarebench (was '{was}', now '9.9.9') (another flarebench version, whose changes to answers and scores "
+            "CHANGES.md lists); use --overwrite to replace it or another --report-dir"
+        )
+        in err
+    )
     monkeypatch.setattr(flarebench.bench.config, "version", flarebench.bench.version)
     # A changed stop sequence (or template) changes the request fingerprint: refused as well.
     monkeypatch.setattr("flarebench.strategies.base.STOP", ("\n\n",))
     code, _, err = run_cli("run", "--strategy", "single_time", "--limit", "1", "--report-dir", run)
-    assert code == 2 and "requests_sha256.single_time" in err
+    assert code == 2 and "requests_sha256.single_time" in err and "what flarebench sends for that strategy" in err

@@ -112,6 +112,15 @@ def test_the_readme_points_to_the_docs_and_their_index_lists_every_page():
     assert missing == [], f"docs/README.md does not link {missing}"
 
 
+def test_changes_md_has_a_section_for_this_version():
+    # A change to what runs answer or how they score bumps the version (a run or a baseline of
+    # another version is another configuration): CHANGES.md tells an upgrading team what moved.
+    import tomllib
+
+    version = tomllib.loads((ROOT / "pyproject.toml").read_text(encoding="utf-8"))["project"]["version"]
+    assert re.search(rf"^## {re.escape(version)} \(\d{{4}}-\d{{2}}-\d{{2}}\)$", (ROOT / "CHANGES.md").read_text(), re.M)
+
+
 def test_metrics_doc_defines_every_summary_column():
     from flarebench.bench.metrics import OPTIONAL_COLUMNS, SUMMARY_COLUMNS
 

@@ -598,6 +598,18 @@ def test_a_baseline_saved_over_another_file_while_gating_keeps_that_files_tolera
     assert json.loads(gate.read_text())["tolerances"]["em"] == DEFAULT_TOLERANCES["em"]  # the gate's file untouched
 
 
+def test_a_baseline_of_another_flarebench_version_is_refused_saying_what_to_do(tmp_path, oracle, monkeypatch):
+    from flarebench.bench import version
+
+    baseline = _save(tmp_path)
+    monkeypatch.setattr("flarebench.bench.config.version", lambda: "9.9.9")
+    code, out, err = run_cli("--limit", "3", "--report-dir", str(tmp_path / "new"), "--gate", str(baseline))
+    assert code == 2 and err.strip().endswith(
+        f"(was '{version()}', now '9.9.9'); another flarebench version, whose changes to answers and scores CHANGES.md "
+        "lists: save a new baseline (--save-baseline), or use --gate-across-configs to compare anyway"
+    ), err
+
+
 @pytest.mark.slow
 def test_console_script_saves_a_baseline_and_gates_against_it(tmp_path, oracle):
     baseline = _save(tmp_path)

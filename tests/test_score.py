@@ -219,6 +219,26 @@ def test_score_of_a_run_stopped_before_a_strategy_began_says_it_is_partial_and_n
 
 
 @pytest.mark.slow
+def test_a_run_of_another_version_is_scored_saying_so_and_told_to_be_run_again_not_resumed(scripted_run, scripted_lm):
+    from flarebench.bench import version
+
+    run_json = scripted_run / "run.json"
+    info = json.loads(run_json.read_text())
+    info["config"]["flarebench"], info["status"] = "0.0.1", "interrupted"
+    run_json.write_text(json.dumps(info))
+    code, out, err = run_cli("score", str(scripted_run))
+    note = f"made by flarebench 0.0.1, scored by {version()}: see CHANGES.md for what changed between them"
+    assert code == 0 and f"flarebench: warning: {run_json}: {note}" in err, err
+    md = (scripted_run / "summary.md").read_text()
+    assert f"- This run was {note}." in md  # and report.html's notes, from the same summary
+    assert (
+        f"it was made by flarebench 0.0.1, which this version ({version()}) does not resume: run it again with "
+        "another --report-dir" in md
+    )  # not "run the same command to finish it", which is refused:
+    code, out, err = run_cli("run", "--strategy", "no_retrieval", "--limit", "3", "--report-dir", str(scripted_run))
+    assert code == 2 and "flarebench (was '0.0.1'" in err
+
+
 def test_score_with_other_prices_records_them_so_report_and_score_keep_them(scripted_run, tmp_path):
     prices = tmp_path / "prices.toml"
     prices.write_text('[models."scripted"]\nprompt_per_1m = 3.0\ncompletion_per_1m = 15.0\n')
