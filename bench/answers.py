@@ -129,6 +129,11 @@ def split_items(pred: str | None, keep: Iterable[str] = (), normalized: bool = T
     pieces = _ITEM_SEP.split(pred)
     parts, seps = pieces[0::2], pieces[1::2]
     keep_norm = {normalize_answer(k) for k in keep} - {""}
+    # A span that normalises to a kept item holds at most as many pieces with words of their own as
+    # that item has characters (each keeps one at least): the spans tried stop there, so a long list
+    # costs the items times that, not the cube of the items.
+    widest = max((len(k.replace(" ", "")) for k in keep_norm), default=0)
+    worded = [bool(normalize_answer(part)) for part in parts]
 
     def span(i: int, j: int) -> str:  # raw text of parts[i:j] with their separators
         out = parts[i]
@@ -141,7 +146,11 @@ def split_items(pred: str | None, keep: Iterable[str] = (), normalized: bool = T
     while i < len(parts):
         j = i + 1
         if keep_norm:
-            for end in range(len(parts), i + 1, -1):
+            last, seen = i, 0
+            while last < len(parts) and seen + worded[last] <= widest:
+                seen += worded[last]
+                last += 1
+            for end in range(last, i + 1, -1):
                 if normalize_answer(span(i, end)) in keep_norm:
                     j = end
                     break

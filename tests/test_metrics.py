@@ -151,6 +151,21 @@ def test_split_items_keeps_known_items_with_separators_inside():
     assert split_items("Tom and Jerry") == ["tom", "jerry"]  # without keep, "and" splits
 
 
+def test_a_long_list_is_split_around_known_items_in_time_linear_in_its_items(monkeypatch):
+    # A model rambling a list of hundreds of items under a large token cap: every span of every
+    # length was normalised (the cube of the items: minutes per summary); only spans as wide as a
+    # kept item can be are.
+    from flarebench.bench import answers
+
+    calls = []
+    real = answers.normalize_answer
+    monkeypatch.setattr(answers, "normalize_answer", lambda s: calls.append(s) or real(s))
+    pred = ", ".join(f"Person {i}" for i in range(400)) + ", Tom and Jerry"
+    items = answers.split_items(pred, keep=["Tom and Jerry", "Person 7"])
+    assert len(items) == 401 and items[-1] == "tom and jerry" and items[7] == "person 7"
+    assert len(calls) < 401 * 14  # the widest kept item: 11 characters
+
+
 def test_set_exact_match_and_f1():
     probe = FakeProbe("p", answers=["Alice", "Bob", "Carol"], answer_type="set")
     assert score_answer("Alice, Bob and Carol", probe) == (1.0, 1.0)
