@@ -602,7 +602,7 @@ class Gating:
         self.fp = fp
         if self.baseline is None:
             return
-        diff = config_difference(self.baseline.config, fp, [self.reference, *self.wanted], self.against)
+        diff = config_difference(self.baseline.config, fp, self.specs, self.against)
         if diff and not self.across_configs:
             probes = "the probe set's questions, answers or documents changed since the baseline was saved"
             changed = probes if diff.startswith("probes.hash") else meaning(diff)
@@ -730,17 +730,17 @@ class Gating:
         if self.save_to is None:
             return ""
         rows = self.rows(summary)
-        missing = [s for s in [self.reference, *self.wanted] if s not in rows]
+        missing = [s for s in self.specs if s not in rows]
         if missing:
             return f"baseline not saved: {', '.join(missing)} did not run"
-        bad = [s for s in [self.reference, *self.wanted] if rows[s].get("errors")]
+        bad = [s for s in self.specs if rows[s].get("errors")]
         if bad:
             return f"baseline not saved: {', '.join(bad)} had probe errors"
         broken = [s for s, lines in self.verdicts.items() if lines]
         if broken:
             return f"baseline not saved: {', '.join(broken)} broke the gate"
         # Even with no timed bound now: a later gate may bound a time, against a lookup's.
-        if cached := _cached(rows, [self.reference, *self.wanted]):
+        if cached := _cached(rows, self.specs):
             return (
                 f"baseline not saved: {', '.join(cached)} answered from the cache, so its times are lookups; "
                 "save it from a run without --cache"

@@ -598,6 +598,15 @@ def test_a_baseline_saved_over_another_file_while_gating_keeps_that_files_tolera
     assert json.loads(gate.read_text())["tolerances"]["em"] == DEFAULT_TOLERANCES["em"]  # the gate's file untouched
 
 
+def test_a_baseline_not_saved_names_the_reference_once_when_it_is_gated_too(tmp_path):
+    gating = Gating.from_options(["no_retrieval", "single_time"], save_baseline=str(tmp_path / "b.json"))
+    assert gating.reference == "no_retrieval" and gating.wanted == ["no_retrieval", "single_time"]
+    summary = pd.DataFrame([{"strategy": "no_retrieval", "errors": 2}, {"strategy": "single_time", "errors": 1}])
+    assert gating.save(summary) == "baseline not saved: no_retrieval, single_time had probe errors"
+    assert gating.save(summary.iloc[1:]) == "baseline not saved: no_retrieval did not run"
+    assert not (tmp_path / "b.json").exists()
+
+
 def test_a_baseline_of_another_flarebench_version_is_refused_saying_what_to_do(tmp_path, oracle, monkeypatch):
     from flarebench.bench import version
 
