@@ -229,11 +229,12 @@ def run_probe(spec: str, strategy: Strategy, probe, lm: LM | None, retriever: Re
         raise
     except Exception as e:  # a strategy or backend failure is this probe's result, recorded
         trace = _error_trace(probe.question, f"{type(e).__name__}: {e} ({_where(e)})")
+    seconds = time.perf_counter() - start  # the probe's: the harness's own check below is not its time
     if not isinstance(trace, Trace):  # a plugin's mistake: recorded as this probe's, not a crash of the run
         trace = _error_trace(probe.question, f"{strategy.name}.run returned {type(trace).__name__}, not a Trace")
     elif why := _unrecordable(trace):  # written, it would make traces.jsonl unreadable: the run could not resume
         trace = _error_trace(probe.question, f"{strategy.name}.run returned a Trace that cannot be recorded ({why})")
-    trace.seconds = time.perf_counter() - start
+    trace.seconds = seconds
     trace.probe_id = probe.id
     trace.strategy = spec
     return trace

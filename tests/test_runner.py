@@ -66,6 +66,33 @@ def test_traces_are_appended_as_produced_and_errors_recorded(tmp_path):
     assert [t.probe_id for t in log.read()] == ["p1", "p2", "p3"]
 
 
+def test_a_probes_time_leaves_out_the_harness_check_of_its_trace(monkeypatch):
+    # The round trip that checks a trace can be written costs milliseconds on a long trace: the
+    # harness's, not the pipeline's, so not in latency or harness_s.
+    from types import SimpleNamespace
+
+    from flarebench.bench import runner
+
+    now = [0.0]
+    monkeypatch.setattr(runner, "time", SimpleNamespace(perf_counter=lambda: now[0]))
+    real = runner._unrecordable
+
+    def slow_check(trace):
+        now[0] += 100.0
+        return real(trace)
+
+    monkeypatch.setattr(runner, "_unrecordable", slow_check)
+
+    @dataclasses.dataclass
+    class TakesTwoSeconds(Flaky):
+        def run(self, question, lm, retriever):
+            now[0] += 2.0
+            return super().run(question, lm, retriever)
+
+    trace = runner.run_probe("_test_flaky", TakesTwoSeconds(), P("p1", "one"), ScriptedLM([" x."]), None)
+    assert trace.error is None and trace.seconds == 2.0
+
+
 def test_a_plugins_malformed_result_is_that_probes_error_and_the_folder_stays_readable(tmp_path):
     # Written as it was, a trace the file cannot hold made traces.jsonl unreadable: no resume, no score.
     from flarebench.strategies.records import Trace
