@@ -96,11 +96,8 @@ def _failed_line(session, failed: list[str]) -> str:
     an error (a server's 500 after the retries), how to run just those again."""
     line = f"flarebench: failed: {', '.join(failed)}"
     errors = sum(1 for spec in failed for t in session.results.get(spec, []) if t.error)
-    if errors and not session.gating.active:  # a gated run is measured again whole
-        line += (
-            f" ({errors} probe{'s' * (errors != 1)} raised an error, each said in its trace; the same command "
-            "with --retry-errors runs them again)"
-        )
+    if errors and (hint := session.retry_hint()):
+        line += f" ({errors} probe{'s' * (errors != 1)} raised an error, each said in its trace; {hint})"
     return line
 
 

@@ -269,7 +269,7 @@ RUN_OPTIONS: tuple[Option, ...] = (
     Option(
         "--retry-errors",
         "run again the probes of a resumed run whose traces hold an error (a server's 500 after the retries, a "
-        "timeout), replacing those traces; without --report-dir, the newest run folder of this configuration, "
+        "malformed reply), replacing those traces; without --report-dir, the newest run folder of this configuration, "
         "finished or not",
         is_switch=True,
     ),

@@ -563,11 +563,22 @@ class BenchSession:
         self._write_run_json(run_dir, status="running")
         return run_dir
 
+    def retry_hint(self) -> str:
+        """How to run again the probes that raised an error ("" for a gated run, measured again whole)."""
+        if self.gating.active:
+            return ""
+        if self.retry_errors:
+            return "the same command runs them again, as --retry-errors is on"
+        return "the same command with --retry-errors runs them again"
+
     def _drop_errors(self) -> None:
         """--retry-errors: remove the traces of the selected probes that hold an error, so that the
         run runs them again, and say how many of each spec."""
         wanted = {p.id for p in self.selected}
-        failed = [t for t in self.log.read() if t.error and t.probe_id in wanted]
+        traces = self.log.read()
+        if not traces:  # a new run: nothing has failed yet
+            return
+        failed = [t for t in traces if t.error and t.probe_id in wanted]
         self.log.drop({(t.strategy, t.probe_id) for t in failed})
         counts = ", ".join(f"{spec} {n}" for spec, n in Counter(t.strategy for t in failed).items())
         said = f"running again {len(failed)} probe{'s' * (len(failed) != 1)} whose trace held an error ({counts})"

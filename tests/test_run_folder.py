@@ -701,6 +701,7 @@ def test_retry_errors_runs_the_failed_probes_again_in_the_newest_folder_finished
     assert list(pd.read_csv(folder / "summary.csv")["errors"]) == [1, 1]
     code, out, err = run_cli(*command, "--retry-errors")  # the server still fails: kept as errors
     assert code == 1 and "--retry-errors: running again 2 probes whose trace held an error (no_retrieval 1, " in err
+    assert err.splitlines()[-1].endswith("; the same command runs them again, as --retry-errors is on)")
     failing.clear()  # the server is fixed
     code, out, err = run_cli(*command, "--retry-errors")
     assert code == 0, err
@@ -717,6 +718,24 @@ def test_retry_errors_runs_the_failed_probes_again_in_the_newest_folder_finished
     for other, why in (("--overwrite", "--overwrite starts the run again"), ("--save-baseline=b.json", "gated")):
         code, out, err = run_cli(*command, "--retry-errors", other)
         assert code == 2 and why in err and err.count("\n") == 1, err
+    code, out, err = run_cli(*command, "--retry-errors", "--report-dir", "new")  # a new run: nothing to say
+    assert code == 0 and "--retry-errors" not in err
+
+
+@pytest.mark.slow
+def test_pytest_bench_says_how_to_run_failed_probes_again(pytester, tmp_path, scripted_lm, monkeypatch):
+    from flarebench.strategies.lm import LMError
+
+    def server_error(request):
+        raise LMError("the LM server answered HTTP 500")
+
+    monkeypatch.setattr(scripted_lm, "_complete", server_error)
+    result = _pytest_bench(pytester, "--strategy", "no_retrieval", "--limit", "1", "--report-dir", str(tmp_path / "r"))
+    assert result.ret == pytest.ExitCode.TESTS_FAILED
+    assert "no_retrieval: 1 of 1 probes failed; first: pw-0001: LMError: the LM server answered HTTP 500 (" in (
+        result.stdout.str()
+    )
+    assert "; the same command with --retry-errors runs them again" in result.stdout.str()
 
 
 # --------------------------------------------------------------------------------------------
