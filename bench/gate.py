@@ -525,6 +525,11 @@ class Gating:
     verdicts: dict[str, list[str]] = field(default_factory=dict)
 
     @property
+    def measured(self) -> list[str]:
+        """The reference and the gated specs, each once (the reference may be gated too)."""
+        return list(dict.fromkeys([self.reference, *self.wanted]))
+
+    @property
     def active(self) -> bool:
         return self.baseline is not None or self.save_to is not None
 
@@ -602,7 +607,7 @@ class Gating:
         self.fp = fp
         if self.baseline is None:
             return
-        diff = config_difference(self.baseline.config, fp, self.specs, self.against)
+        diff = config_difference(self.baseline.config, fp, self.measured, self.against)
         if diff and not self.across_configs:
             probes = "the probe set's questions, answers or documents changed since the baseline was saved"
             changed = probes if diff.startswith("probes.hash") else meaning(diff)
@@ -730,17 +735,17 @@ class Gating:
         if self.save_to is None:
             return ""
         rows = self.rows(summary)
-        missing = [s for s in self.specs if s not in rows]
+        missing = [s for s in self.measured if s not in rows]
         if missing:
             return f"baseline not saved: {', '.join(missing)} did not run"
-        bad = [s for s in self.specs if rows[s].get("errors")]
+        bad = [s for s in self.measured if rows[s].get("errors")]
         if bad:
             return f"baseline not saved: {', '.join(bad)} had probe errors"
         broken = [s for s, lines in self.verdicts.items() if lines]
         if broken:
             return f"baseline not saved: {', '.join(broken)} broke the gate"
         # Even with no timed bound now: a later gate may bound a time, against a lookup's.
-        if cached := _cached(rows, self.specs):
+        if cached := _cached(rows, self.measured):
             return (
                 f"baseline not saved: {', '.join(cached)} answered from the cache, so its times are lookups; "
                 "save it from a run without --cache"
