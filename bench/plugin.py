@@ -244,16 +244,16 @@ def _bench_session(request: pytest.FixtureRequest):
         try:
             with _stop_if_lm_unreachable(request.config):
                 session.warm_up()  # prompt prefixes evaluated before anything is timed
-        except BaseException:
-            session.mark_interrupted()  # run.json must not say "running" for a run that stopped
+        except BaseException as e:
+            session.mark_interrupted(e)  # run.json must not say "running" for a run that stopped
             raise
         yield session
         try:
             if session.gating.baseline is not None:  # gate.json names gated specs deselected with -k
                 session.gating.write_verdicts(session.run_dir)
             session.write_report()
-        except BaseException:  # stopped as it wrote the report: marked (and written again) as any stop
-            session.mark_interrupted()
+        except BaseException as e:  # stopped as it wrote the report: marked (and written again) as any stop
+            session.mark_interrupted(e)
             raise
     finally:
         session.close()
@@ -278,10 +278,10 @@ def run_spec(request: pytest.FixtureRequest, bench_session):
             try:
                 _reference_before(bench_session, spec)
                 return bench_session.run(spec)
-            except KeyboardInterrupt:
+            except KeyboardInterrupt as e:
                 # pytest stops here without tearing the run down as `flarebench run` does: what
                 # finished is summarised and run.json says the run was interrupted.
-                bench_session.mark_interrupted()
+                bench_session.mark_interrupted(e)
                 raise
 
     return run
@@ -379,7 +379,7 @@ class _MarkInterrupted:
     def pytest_keyboard_interrupt(self, excinfo) -> None:
         bench = self.config.stash.get(_SESSION, None)
         if bench is not None and not bench.interrupted:
-            bench.mark_interrupted()
+            bench.mark_interrupted(excinfo.value)
 
 
 def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:

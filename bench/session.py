@@ -794,18 +794,25 @@ class BenchSession:
         try:
             yield self
         except BaseException as e:
-            self.mark_interrupted()
+            self.mark_interrupted(e)
             with contextlib.suppress(AttributeError):  # read by the CLI's line for the stop
                 e.stop_note = self.stop_note()
             raise
         finally:
             self.close()
 
-    def mark_interrupted(self) -> None:
+    def mark_interrupted(self, why: BaseException | None = None) -> None:
         """Summarise what finished, record in run.json that the run was stopped (Ctrl-C, SIGTERM,
-        an error) before it ended, and write report.html for it (a CI job's artifact); its finished
-        probes are kept, and the same command resumes it. Never raises: the error that stopped the
-        run is the one to show."""
+        an error: ``why``) before it ended, and write report.html for it (a CI job's artifact); its
+        finished probes are kept, and the same command resumes it. Never raises: the error that
+        stopped the run is the one to show."""
+        if isinstance(why, KeyboardInterrupt) and getattr(self, "run_dir", None) is not None:
+            # Thousands of traces take seconds to summarise: a silent terminal invites a kill -9.
+            print(
+                "flarebench: stopping: summarising the finished probes and writing the report "
+                "(a second Ctrl-C waits for them)",
+                file=sys.stderr,
+            )
         # A second Ctrl-C or SIGTERM (a CI runner signals the job's shell and its children) would cut
         # this short and leave run.json saying `running`: until the run is marked, it is dropped.
         with interrupts_polled():

@@ -656,6 +656,10 @@ def test_without_report_dir_the_same_command_resumes_the_run_that_did_not_finish
     monkeypatch.setattr(scripted_lm, "_complete", interrupted_at_the_second)
     code, out, err = run_cli(*command)
     assert code == 130 and "run the same command to resume" in err
+    # Said at once: with thousands of traces the summary and the report take seconds to write.
+    assert err.splitlines()[-2] == (
+        "flarebench: stopping: summarising the finished probes and writing the report (a second Ctrl-C waits for them)"
+    )
     (folder,) = (tmp_path / "reports").iterdir()
     monkeypatch.setattr(scripted_lm, "_complete", real)
     code, out, err = run_cli(*command)  # the same command: the same folder, the two probes left
