@@ -36,7 +36,7 @@ from flarebench.strategies.registry import SpecError, parse_spec, with_param
 
 CALIBRATION_CSV = "calibration.csv"
 #: What a dev point records besides the goal's metrics.
-DEV_METRICS = ("retrieval_rate", "f1", "em", "lm_calls_per_q")
+DEV_METRICS = ("retrieval_rate", "f1", "em", "lm_calls_per_q", "errors")
 
 # nan and inf are read as numbers here, so that they are refused as not finite rather than as
 # misspelt goals.
@@ -528,11 +528,28 @@ def calibration_lines(table: pd.DataFrame, study: Mapping[str, Any]) -> list[str
     choices a tie decided."""
     return (
         infeasible_lines(study)
+        + errored_lines(study)
         + unreached_lines(study)
         + unfinished_lines(table, study)
         + missed_lines(table, study)
         + flat_lines(study)
     )
+
+
+def errored_lines(study: Mapping[str, Any]) -> list[str]:
+    """A line per strategy some of whose dev probes raised an error at a value run (a server's 500
+    after the retries): its figures there, and the value chosen on them, rest on the other probes."""
+    n_dev = len(study.get("dev_probe_ids") or [])
+    lines = []
+    for cal in study.get("calibration", []):
+        counts = [n for p in cal["points"] if not math.isnan(n := _number(p.get("errors")))]
+        if counts and max(counts) > 0:
+            lines.append(
+                f"{cal['base']}: up to {int(max(counts))} of the {n_dev} dev probes raised an error at a "
+                f"{cal['param']} value run, so its choice rests on the others (each error is in its trace; the same "
+                "command with --retry-errors runs them again)"
+            )
+    return lines
 
 
 def unfinished_lines(table: pd.DataFrame, study: Mapping[str, Any]) -> list[str]:

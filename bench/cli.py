@@ -200,6 +200,7 @@ def _calibrated(args: argparse.Namespace, plans: dict, goal, kind: str, extra: d
         calibrate,
         calibration_table,
         check_split,
+        errored_lines,
         grid_specs,
         split,
         value_text,
@@ -272,6 +273,8 @@ def _calibrated(args: argparse.Namespace, plans: dict, goal, kind: str, extra: d
                 + ")",
                 file=sys.stderr,
             )
+            for line in errored_lines({"calibration": [cal.record()], "dev_probe_ids": dev_ids}):
+                _say(line)
         # A reference with a knob was calibrated as the others: the delta columns compare with its chosen spec.
         session.reference = chosen.get(session.reference, session.reference)
         # A chosen point that is the always bound's spec (retrieval_rate=1) is one row, listed once.

@@ -554,6 +554,38 @@ def test_a_grid_point_that_is_the_always_bound_runs_once(tmp_path, scripted_lm):
     assert len(specs) == len(set(specs)) and len(pd.read_csv(tmp_path / "all" / "summary.csv")) == len(specs) + 1
 
 
+def test_a_choice_made_on_dev_points_whose_probes_raised_errors_is_said(tmp_path, scripted_lm, monkeypatch):
+    # A server's 500s on some dev probes leave the value chosen on the others: said as it is chosen,
+    # and in summary.md, not only in the test part's closing line.
+    import json
+
+    from flarebench.bench.calibrate import DEV_FRACTION, split
+    from flarebench.strategies.lm import LMError
+    from tests.scripted import run_cli
+
+    dev, _ = split([p.id for p in scripted_lm.probes[:6]], DEV_FRACTION, 0)
+    real, failing = scripted_lm._complete, next(p.question for p in scripted_lm.probes if p.id == dev[0])
+
+    def server_error(request):
+        if failing in request.prompt.dynamic:
+            raise LMError("the LM server answered HTTP 500")
+        return real(request)
+
+    monkeypatch.setattr(scripted_lm, "_complete", server_error)
+    run_dir = tmp_path / "run"
+    argv = ["calibrate", "--strategy", "flare_direct", "--target", "retrieval_rate=0.5", "--limit", "6"]
+    code, out, err = run_cli(*argv, "--report-dir", str(run_dir))
+    study = json.loads((run_dir / "run.json").read_text())["study"]
+    assert study["dev_probe_ids"] == dev
+    line = (
+        f"flare_direct: up to 1 of the {len(study['dev_probe_ids'])} dev probes raised an error at a theta value run, "
+        "so its choice rests on the others (each error is in its trace; the same command with --retry-errors runs "
+        "them again)"
+    )
+    assert f"flarebench: {line}" in err.splitlines() and line in (run_dir / "summary.md").read_text()
+    assert all(p["errors"] == 1 for p in study["calibration"][0]["points"])
+
+
 @pytest.mark.slow
 def test_a_calibration_is_not_complete_until_its_chosen_points_ran(tmp_path, scripted_lm, monkeypatch):
     # A calibration killed between two dev points (SIGTERM from a CI timeout) must not leave a
