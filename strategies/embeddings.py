@@ -71,7 +71,9 @@ class OpenAIEmbedder:
         except (openai.APIConnectionError, openai.APITimeoutError, openai.RateLimitError) as e:
             raise LMUnavailable(f"--embed {self.name}: {self.base_url} cannot be reached: {e}", ADDRESS) from None
         except openai.APIStatusError as e:
-            message = f"--embed {self.name}: {self.base_url}/embeddings answered {e.status_code}: {e.message}"
+            from flarebench.strategies.openai_lm import status_message
+
+            message = f"--embed {self.name}: {self.base_url}/embeddings answered {e.status_code}: {status_message(e)}"
             if e.status_code in UNAVAILABLE_STATUS:  # overloaded or down after the retries, as an LM server
                 raise LMUnavailable(message, ADDRESS) from None
             if e.status_code == 401:

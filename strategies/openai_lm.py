@@ -162,7 +162,7 @@ class OpenAILM(LM):
             ) from None
         except openai.APIStatusError as e:
             message = self._redact(
-                f"the LM server at {self.base_url} answered HTTP {e.status_code} to {path}: {_short(e.message)}"
+                f"the LM server at {self.base_url} answered HTTP {e.status_code} to {path}: {status_message(e)}"
             )
             if e.status_code in UNAVAILABLE_STATUS:
                 raise LMUnavailable(f"{message} ({self._attempts})") from None
@@ -483,6 +483,14 @@ def _cause(e: Exception) -> str:
     while e.__cause__ is not None:
         e = e.__cause__
     return f"{type(e).__name__}: {e}" if str(e) else type(e).__name__
+
+
+def status_message(e) -> str:
+    """What an endpoint's error reply (an ``openai.APIStatusError``) says: the message of its JSON
+    (``{"error": {"message": ...}}``), else the client's own text (``Error code: 404 - ...``)."""
+    body = getattr(e, "body", None)
+    message = body.get("message") if isinstance(body, dict) else None
+    return _short(message if isinstance(message, str) and message.strip() else e.message)
 
 
 def _short(text: str, limit: int = 200) -> str:

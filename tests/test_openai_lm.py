@@ -933,10 +933,9 @@ def test_a_key_refused_mid_run_stops_it_and_the_same_command_resumes_once_it_is_
     monkeypatch.setenv(KEY_ENV, SECRET)
     code, out, err = run_cli("run", *args)
     assert code == 3 and err.splitlines()[-1] == (
-        f"flarebench: the LM server at {proxy.endpoint.url}/ answered HTTP 401 to /completions: Error code: 401 - "
-        "{'error': {'message': 'Incorrect API key provided: Bearer ***', 'code': 'invalid_api_key'}} (the key is "
-        "refused: check the one in the variable --lm-api-key-env names, $OPENAI_API_KEY unless given); finished "
-        "probes are kept; run the same command to resume"
+        f"flarebench: the LM server at {proxy.endpoint.url}/ answered HTTP 401 to /completions: Incorrect API key "
+        "provided: Bearer *** (the key is refused: check the one in the variable --lm-api-key-env names, "
+        "$OPENAI_API_KEY unless given); finished probes are kept; run the same command to resume"
     ), err
     assert [t["probe_id"] for t in _traces(run_dir)] == [phantom.probes[0].id]
     assert json.loads((run_dir / "run.json").read_text())["status"] == "interrupted"

@@ -370,10 +370,9 @@ def test_an_embeddings_key_in_a_variable_of_any_name_never_reaches_a_line_or_a_f
         run_dir = tmp_path / "run"
         code, out, err = run_cli("run", *options, "--embed", "openai:m", "--report-dir", str(run_dir))
     assert code == 3 and err.splitlines()[-1] == (
-        f"flarebench: --embed openai:m: {base}/v1/embeddings answered 401: Error code: 401 - {{'error': {{'message': "
-        "'Incorrect API key provided: Bearer ***'}} (the key is refused: check the one in the variable "
-        "--embed-api-key-env names, $OPENAI_API_KEY unless given); finished probes are kept; run the same command "
-        "to resume"
+        f"flarebench: --embed openai:m: {base}/v1/embeddings answered 401: Incorrect API key provided: Bearer *** "
+        "(the key is refused: check the one in the variable --embed-api-key-env names, $OPENAI_API_KEY unless "
+        "given); finished probes are kept; run the same command to resume"
     ), err
     assert json.loads((run_dir / "run.json").read_text())["status"] == "interrupted"
     assert not (run_dir / "traces.jsonl").exists()  # no probe recorded as an error
