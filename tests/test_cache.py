@@ -216,6 +216,25 @@ def test_a_second_run_is_warm_and_reports_latency_apart(tmp_path, scripted_lm):
     assert all(r["cached"] for t in traces for s in t["steps"] for r in s["retrievals"])
 
 
+def test_the_version_is_the_running_checkouts_not_the_installed_metadatas(monkeypatch):
+    # Another worktree on PYTHONPATH beside an editable install of this one: its runs must carry its
+    # own version, or a run of older code would be resumed and gated as today's.
+    import tomllib
+    from importlib import metadata
+    from pathlib import Path
+
+    from flarebench import bench
+
+    root = Path(bench.__file__).resolve().parents[1]
+    ours = tomllib.loads((root / "pyproject.toml").read_text(encoding="utf-8"))["project"]["version"]
+    monkeypatch.setattr(metadata, "version", lambda name: "9.9.9")
+    bench.version.cache_clear()
+    try:
+        assert bench.version() == ours
+    finally:
+        bench.version.cache_clear()
+
+
 def test_a_run_of_another_version_or_template_is_not_resumed(tmp_path, monkeypatch, scripted_lm):
     run = str(tmp_path / "run")
     assert run_cli("run", "--strategy", "single_time", "--limit", "1", "--report-dir", run)[0] == 0
