@@ -270,7 +270,7 @@ RUN_OPTIONS: tuple[Option, ...] = (
         "--retry-errors",
         "run again the probes of a resumed run whose traces hold an error (a server's 500 after the retries, a "
         "malformed reply), replacing those traces; without --report-dir, the newest run folder of this configuration, "
-        "finished or not",
+        "finished or not, when it holds one",
         is_switch=True,
     ),
     Option(

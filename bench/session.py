@@ -53,7 +53,7 @@ from flarebench.bench.report import (
 )
 from flarebench.bench.runlock import LOCK, LockHeld, RunLock
 from flarebench.bench.runner import TRACES, TraceError, TraceLog, refusal, resume_hint, run_strategy, warm_up
-from flarebench.bench.settings import was_given
+from flarebench.bench.settings import COMMAND_LINE, was_given
 from flarebench.bench.trigger_scores import TRIGGERS_CSV
 from flarebench.probes.load import SHIPPED_DIR, ProbeError, check_format, load_probe_set, shadowed
 from flarebench.strategies import plugins
@@ -270,7 +270,12 @@ class BenchSession:
         self.interrupted = False  # set by mark_interrupted(): the entry points say how to resume
         if self.retry_errors and (self.gating.active or self.overwrite):
             fresh = "--overwrite starts the run again" if self.overwrite else "a gated run is measured in one fresh run"
-            raise ConfigError(f"--retry-errors runs a resumed run's failed probes again, but {fresh}")
+            source = (self.option_sources or {}).get("retry_errors", COMMAND_LINE)
+            if source == COMMAND_LINE:
+                raise ConfigError(f"--retry-errors runs a resumed run's failed probes again, but {fresh}")
+            # A team's default for its own runs: its CI's gated runs go on without it, saying so.
+            print(f"flarebench: retry-errors from {source} is left off: {fresh}", file=sys.stderr)
+            self.retry_errors = False
         # A folder another process is writing is refused now, before the model loads (it is
         # checked again, authoritatively, when the lock is taken).
         self._lock: RunLock | None = None
@@ -477,7 +482,9 @@ class BenchSession:
             return None
         if status != "complete":
             return folders[-1], "which did not finish"
-        return (folders[-1], "for --retry-errors") if self.retry_errors else None
+        if self.retry_errors and _has_errors(folders[-1] / TRACES):
+            return folders[-1], "for --retry-errors"
+        return None  # finished (with nothing to retry): a new run, as before
 
     def _open_run_dir(self) -> Path:
         """Create, resume or refuse the run folder, holding its lock from here to :meth:`close`."""
@@ -977,6 +984,15 @@ def _written_by_a_run(name: str) -> bool:
     if name.startswith("breakdown_") and name.endswith(".csv"):
         return True
     return name in RUN_FILES or any(name.startswith(f".{own}.") for own in RUN_FILES)
+
+
+def _has_errors(traces: Path) -> bool:
+    """Whether a run folder's traces.jsonl holds a trace with an error (False when it cannot be read:
+    such a folder is not one to resume)."""
+    try:
+        return any(t.error for t in TraceLog(traces, writer=False).read())
+    except (TraceError, OSError):
+        return False
 
 
 def _clear(run_dir: Path) -> None:

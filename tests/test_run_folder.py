@@ -717,13 +717,33 @@ def test_retry_errors_runs_the_failed_probes_again_in_the_newest_folder_finished
     assert (folder / "traces.jsonl").read_text().splitlines()[:2] == answered  # kept as they were
     assert list(pd.read_csv(folder / "summary.csv")["errors"]) == [0, 0]
     assert json.loads((folder / "run.json").read_text())["status"] == "complete"
-    code, out, err = run_cli(*command, "--retry-errors")
+    code, out, err = run_cli(*command, "--retry-errors", "--report-dir", str(folder))
     assert code == 0 and "flarebench: --retry-errors: no trace holds an error" in err
     for other, why in (("--overwrite", "--overwrite starts the run again"), ("--save-baseline=b.json", "gated")):
         code, out, err = run_cli(*command, "--retry-errors", other)
         assert code == 2 and why in err and err.count("\n") == 1, err
     code, out, err = run_cli(*command, "--retry-errors", "--report-dir", "new")  # a new run: nothing to say
     assert code == 0 and "--retry-errors" not in err
+
+
+def test_retry_errors_from_the_config_file_is_left_off_for_a_gated_run_and_a_clean_finished_run_is_not_resumed(
+    tmp_path, scripted_lm, monkeypatch
+):
+    # A team's own default for its local runs must not break its CI's gated runs, nor turn every
+    # repeated command into "nothing to run".
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "flarebench.toml").write_text("retry-errors = true\n")
+    command = ("run", "--strategy", "no_retrieval", "--limit", "1")
+    code, out, err = run_cli(*command, "--save-baseline", "b.json", "--report-dir", "gated")
+    assert code == 0, err
+    assert f"flarebench: retry-errors from {tmp_path / 'flarebench.toml'} is left off: a gated run is measured" in err
+    code, out, err = run_cli(*command, "--gate", "b.json", "--report-dir", "gated", "--overwrite")
+    assert code == 0 and "--overwrite starts the run again" in err, err
+    code, out, err = run_cli(*command)
+    assert code == 0 and len(os.listdir("reports")) == 1
+    time.sleep(1.1)  # a new folder's name holds the second
+    code, out, err = run_cli(*command)  # finished without an error: a new run, not "nothing to run"
+    assert code == 0 and "resuming" not in err and len(os.listdir("reports")) == 2
 
 
 @pytest.mark.slow
