@@ -139,6 +139,7 @@ class OpenAILM(LM):
         self._tokenize_url = ""  # set by the probe where the server has one
         self._empty_ids: list[int] = []  # what the tokenize endpoint returns for "" (a BOS, or nothing)
         self._ids: dict[str, list[int]] = {}  # token ids of logit-bias texts
+        self._refused: KeyRefused | None = None  # the probe's first refused key on a generation path
         self.capabilities = self._probe()
         self.supports_logprobs = self.capabilities.logprobs
         self.supports_logit_bias = self.capabilities.logit_bias
@@ -217,6 +218,8 @@ class OpenAILM(LM):
             return self._post(path, body)
         except KeyRefused as e:  # one path's refusal (a gateway's unknown route): the probe says them all
             errors.append(str(e))
+            if path in ("/completions", "/chat/completions"):
+                self._refused = self._refused or e
             return None
         except LMUnavailable:
             raise
@@ -242,6 +245,8 @@ class OpenAILM(LM):
                 if comp is None and chat is None:
                     chat = self._try("/chat/completions", self._body("chat", PROBE_PROMPT, 2), errors)
                 if comp is None and chat is None:
+                    if self._refused is not None:  # the key, not the server: said once, as it is
+                        raise LMError(str(self._refused))
                     raise LMError(
                         f"{self.name} at {self.base_url} serves neither /completions nor /chat/completions: "
                         + "; ".join(errors)

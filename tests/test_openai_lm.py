@@ -947,9 +947,14 @@ def test_a_key_refused_mid_run_stops_it_and_the_same_command_resumes_once_it_is_
     assert [t["probe_id"] for t in traces] == [p.id for p in phantom.probes[:3]] and not any(t["error"] for t in traces)
     assert files_holding(run_dir, SECRET) == [] and SECRET not in out + err
     proxy.refusing = True  # refused from the start: the capability probe says so, before any run
-    with pytest.raises(LMError, match="serves neither .*HTTP 401 .*the key is refused") as e:
+    with pytest.raises(LMError) as e:
         make_lm("openai:smollm2", proxy.endpoint.url, KEY_ENV, max_retries=0)
     assert not isinstance(e.value, LMUnavailable)  # a mistake in the options (exit 2), not a server gone
+    assert str(e.value) == (  # the key, once: not "serves neither ..." with each path's refusal
+        f"the LM server at {proxy.endpoint.url}/ answered HTTP 401 to /completions: Incorrect API key provided: "
+        "Bearer *** (the key is refused: check the one in the variable --lm-api-key-env names, $OPENAI_API_KEY "
+        "unless given)"
+    )
     proxy.endpoint.down()
 
 
