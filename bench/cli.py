@@ -344,8 +344,9 @@ def _rescore(args: argparse.Namespace, memo: dict | None = None):
     (strategy, probe) once; returns (run_dir, run.json, traces, probe set, summary, the line saying
     what was scored). The returned run.json's ``scoring`` is the price, reference and judge this
     scoring used (``--prices``, ``--reference``, ``--judge``, else those recorded). It checks
-    run.json, traces.jsonl and the options, and neither prints nor writes: the command checks its
-    own options too, then calls :func:`_publish`, so that a mistake leaves the folder as it was.
+    run.json, traces.jsonl and the options, and writes nothing (it prints only its warnings: a probe
+    set changed since the run, a run another version made): the command checks its own options too,
+    then calls :func:`_publish`, so that a mistake leaves the folder as it was.
     Only reads traces.jsonl, so it needs no lock and works while a run is writing the folder.
     ``memo`` keeps the per-probe rows made (:func:`flarebench.bench.report.probe_rows`) for the
     command's other uses of them."""
