@@ -28,7 +28,15 @@ from flarebench.bench.calibrate import calibration_note, calibration_table
 from flarebench.bench.findings import findings
 from flarebench.bench.gate import GATE_JSON
 from flarebench.bench.metrics import COLUMN_DOCS
-from flarebench.bench.report import DECIMALS, adoption_of, compact_frame, decimals, probe_rows, write_atomic
+from flarebench.bench.report import (
+    DECIMALS,
+    adoption_of,
+    compact_frame,
+    decimals,
+    probe_rows,
+    run_status,
+    write_atomic,
+)
 from flarebench.strategies.records import Trace
 
 REPORT_HTML = "report.html"
@@ -361,6 +369,9 @@ def render(
         f"<b>{e(str(info.get('status', '?')))}</b>, started {e(str(info.get('created_utc', '?')))}; "
         f"command <code>{e(str(info.get('command', '')))}</code>."
     )
+    if status := run_status(summary, config, study, info.get("status"), "gate" in info):
+        # How to finish it, as summary.md says: report.html is the artifact a CI job keeps.
+        head += " " + re.sub(r"\*\*([^*]+)\*\*", r"<b>\1</b>", _marked(status.strip()))
     if "cached_share" in summary and (summary["cached_share"].fillna(0) > 0).any():
         head += (
             f' <b class="warm">Warm run</b>: part of it was served from the cache ({e(str(info.get("cache")))}); '

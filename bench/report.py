@@ -246,6 +246,24 @@ _RUN_AGAIN = "run it again with another --report-dir"
 _FINISH_GATED = "as a gated run is measured in one fresh run, run the same command with --overwrite to measure it"
 
 
+def run_status(summary: pd.DataFrame, config: dict, study: dict | None, status: str | None, gated: bool) -> str:
+    """The Markdown line under the title of a run that is not ``complete`` (summary.md, adoption.md,
+    report.html): its rows are partial, and how to finish it (``gated``: measured again, not resumed;
+    another version's run: run again elsewhere); "" for a complete run."""
+    if status in (None, "complete"):
+        return ""
+    made_by = config.get("flarebench")
+    finish = _FINISH_GATED if gated else _FINISH
+    if made_by not in (None, version()):  # another version's run is another configuration: never resumed
+        finish = f"it was made by flarebench {made_by}, which this version ({version()}) does not resume: {_RUN_AGAIN}"
+    dev = study and "goal" in study and "calibration" not in study
+    return (_STATUS_LINE_DEV if dev else _STATUS_LINE).format(
+        status=status,
+        finish=finish,
+        pending=f"; not started yet: {', '.join(summary.attrs['pending'])}" if summary.attrs.get("pending") else "",
+    )
+
+
 def write_summary(
     run_dir: Path,
     summary: pd.DataFrame,
@@ -273,19 +291,7 @@ def write_summary(
     defs = "\n".join(f"- `{c}`: {COLUMN_DOCS[c]}" for c in summary.columns if c in COLUMN_DOCS)
     notes = "".join(f"- {note}\n" for note in summary.attrs.get("notes", []))
     # Both files say when the run has not finished: their rows are partial.
-    made_by = config.get("flarebench")
-    finish = _FINISH_GATED if gated else _FINISH
-    if made_by not in (None, version()):  # another version's run is another configuration: never resumed
-        finish = f"it was made by flarebench {made_by}, which this version ({version()}) does not resume: {_RUN_AGAIN}"
-    status_line = (
-        (_STATUS_LINE_DEV if study and "goal" in study and "calibration" not in study else _STATUS_LINE).format(
-            status=status,
-            finish=finish,
-            pending=f"; not started yet: {', '.join(summary.attrs['pending'])}" if summary.attrs.get("pending") else "",
-        )
-        if status not in (None, "complete")
-        else ""
-    )
+    status_line = run_status(summary, config, study, status, gated)
     md = (
         f"# flarebench run {markdown_text(run_dir.name)}\n\n"
         + status_line

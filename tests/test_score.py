@@ -237,6 +237,11 @@ def test_a_run_of_another_version_is_scored_saying_so_and_told_to_be_run_again_n
     )  # not "run the same command to finish it", which is refused:
     code, out, err = run_cli("run", "--strategy", "no_retrieval", "--limit", "3", "--report-dir", str(scripted_run))
     assert code == 2 and "flarebench (was '0.0.1'" in err
+    # report.html, the artifact a CI job keeps, says the same under its title.
+    assert run_cli("report", str(scripted_run))[0] == 0
+    page = (scripted_run / "report.html").read_text()
+    assert "<b>Run status: interrupted.</b> Not every strategy has run every probe yet" in page
+    assert "which this version" in page and "does not resume: run it again with another --report-dir." in page
 
 
 def test_score_with_other_prices_records_them_so_report_and_score_keep_them(scripted_run, tmp_path):
