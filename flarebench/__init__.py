@@ -12,6 +12,9 @@ relying on which one the environment's editable install points at.
 
 from pathlib import Path
 
-_checkout = Path(__file__).resolve().parent.parent
-if (_checkout / "pyproject.toml").is_file() and (_checkout / "strategies" / "__init__.py").is_file():
-    __path__.append(str(_checkout))  # noqa: F821 (a package's __path__ is set by the import system)
+_root = Path(__file__).resolve().parent.parent
+#: The source checkout this package runs from (its root, holding pyproject.toml), or None when it
+#: is installed from a wheel.
+CHECKOUT = _root if (_root / "pyproject.toml").is_file() and (_root / "strategies" / "__init__.py").is_file() else None
+if CHECKOUT is not None:
+    __path__.append(str(CHECKOUT))  # noqa: F821 (a package's __path__ is set by the import system)
