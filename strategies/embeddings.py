@@ -16,7 +16,6 @@ import numpy as np
 from flarebench.strategies.lm import (
     DEFAULT_MAX_RETRIES,
     DEFAULT_TIMEOUT,
-    KEY_REFUSED,
     UNAVAILABLE_STATUS,
     EndpointError,
     KeyRefused,
@@ -77,7 +76,7 @@ class OpenAIEmbedder:
             if e.status_code in UNAVAILABLE_STATUS:  # overloaded or down after the retries, as an LM server
                 raise LMUnavailable(message, ADDRESS) from None
             if e.status_code == 401:
-                raise KeyRefused(f"{message} ({KEY_REFUSED.format(option=KEY_OPTION)})", KEY_OPTION) from None
+                raise KeyRefused.answered(message, KEY_OPTION) from None
             raise EndpointError(message) from None
         from flarebench.strategies.openai_lm import _short
 

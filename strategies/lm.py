@@ -144,6 +144,12 @@ class KeyRefused(LMUnavailable):
     def __init__(self, message: str, address: str = "--lm-api-key-env"):
         super().__init__(message, address)
 
+    @classmethod
+    def answered(cls, message: str, option: str = "--lm-api-key-env") -> KeyRefused:
+        """The refusal an endpoint's ``message`` reports, followed by what to check: the key in the
+        variable ``option`` names."""
+        return cls(f"{message} ({KEY_REFUSED.format(option=option)})", option)
+
 
 class LM(ABC):
     """A language model decoding greedily (temperature 0).

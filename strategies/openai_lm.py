@@ -60,7 +60,6 @@ from flarebench.strategies.http_client import base_url_problem
 from flarebench.strategies.lm import (  # the timeout, retry and unavailable settings are shared with http
     DEFAULT_MAX_RETRIES,
     DEFAULT_TIMEOUT,
-    KEY_REFUSED,
     LM,
     UNAVAILABLE_STATUS,
     ChatRequest,
@@ -168,7 +167,7 @@ class OpenAILM(LM):
             if e.status_code in UNAVAILABLE_STATUS:
                 raise LMUnavailable(f"{message} ({self._attempts})") from None
             if e.status_code == 401:
-                raise KeyRefused(f"{message} ({KEY_REFUSED.format(option='--lm-api-key-env')})") from None
+                raise KeyRefused.answered(message) from None
             raise LMError(message) from None
         try:
             data = json.loads(response.text)

@@ -16,7 +16,7 @@ from dataclasses import replace
 from typing import Protocol
 
 from flarebench.strategies.embeddings import ADDRESS, KEY_OPTION
-from flarebench.strategies.lm import KEY_REFUSED, LM, EndpointError, KeyRefused, LMError, LMUnavailable, Prompt
+from flarebench.strategies.lm import LM, EndpointError, KeyRefused, LMError, LMUnavailable, Prompt
 from flarebench.strategies.records import LMCall, Passage
 from flarebench.strategies.retriever import Lookup, Retriever
 
@@ -114,7 +114,7 @@ class EndpointReranker:
         except openai.APIStatusError as e:
             message = f"--rerank {self.name}: {self.base_url}/rerank answered HTTP {e.status_code}"
             if e.status_code == 401:  # refused for every query to come: the run stops, as for the LM
-                raise KeyRefused(f"{message} ({KEY_REFUSED.format(option=KEY_OPTION)})", KEY_OPTION) from None
+                raise KeyRefused.answered(message, KEY_OPTION) from None
             # Only an endpoint without /rerank is one --rerank lm stands in for; a refused key is the key's.
             hint = {403: " (check --embed-api-key-env)"}.get(
                 e.status_code, " (no /rerank there: use --rerank lm)" if e.status_code in (404, 405) else ""
