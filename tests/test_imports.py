@@ -109,3 +109,21 @@ def test_every_module_imports_on_its_own():
     # The check itself fails a module that needs another imported first.
     r = subprocess.run([sys.executable, "-c", _IMPORT_EACH, "flarebench.nonexistent"], capture_output=True, text=True)
     assert r.stdout.startswith("flarebench.nonexistent ModuleNotFoundError")
+
+
+def test_every_folder_that_ships_files_is_a_listed_package():
+    # setuptools prints a screen of warnings per unlisted folder on every install from source
+    import tomllib
+
+    setup = tomllib.loads((ROOT / "pyproject.toml").read_text(encoding="utf-8"))["tool"]["setuptools"]
+    folders = {f"flarebench.{p}": ROOT / p for p in PACKAGES}
+    shipped = {
+        f.parent
+        for package, patterns in setup["package-data"].items()
+        for pattern in patterns
+        for f in folders[package].glob(pattern)
+        if f.is_file()
+    }
+    as_packages = {"flarebench." + ".".join(d.relative_to(ROOT).parts) for d in shipped}
+    assert sorted(as_packages - set(setup["packages"])) == []
+    assert "flarebench.probes.engdocs" in as_packages and "flarebench.bench.templates.init.bench.ci" in as_packages
