@@ -16,6 +16,7 @@ from __future__ import annotations
 import dataclasses
 import hashlib
 import json
+import os
 import sqlite3
 import threading
 import time
@@ -24,6 +25,7 @@ from pathlib import Path
 from typing import TypeVar
 
 from flarebench.bench import version
+from flarebench.bench.paths import StorageFailed
 from flarebench.strategies.lm import LM, WARM_UP, ChatRequest, GenerationRequest, WrappedLM
 from flarebench.strategies.records import LMCall, Passage, call_from_dict
 from flarebench.strategies.retriever import Lookup, Retriever, cache_root
@@ -67,6 +69,9 @@ class DiskCache:
             raise ValueError(f"--cache {self.folder}: cannot be created ({e.strerror or e})") from None
         # Autocommit: every entry is on disk as soon as it is written, so an interrupted run keeps it.
         db = None
+        existed = self.path.exists()
+        if existed and not os.access(self.path, os.W_OK):  # read-only: each call it misses would fail
+            raise ValueError(f"--cache {self.folder}: {self.path} is read-only (a run writes the calls it makes)")
         try:  # a damaged file, a folder in its place or another program's database: refused before the run
             db = sqlite3.connect(self.path, check_same_thread=False, isolation_level=None)
             db.execute("PRAGMA journal_mode=WAL")
@@ -75,7 +80,8 @@ class DiskCache:
         except sqlite3.Error as e:
             if db is not None:
                 db.close()
-            raise ValueError(f"--cache {self.folder}: {self.path} is not a flarebench cache ({e})") from None
+            what = "is not a flarebench cache" if existed else "cannot be created"  # a new file: a full disk
+            raise ValueError(f"--cache {self.folder}: {self.path} {what} ({e})") from None
         return db
 
     def get(self, key: str, build: Callable[[dict], T]) -> T | None:
@@ -93,10 +99,17 @@ class DiskCache:
             return None
 
     def put(self, key: str, value: dict) -> None:
+        """Store ``value`` under ``key``; a cache that cannot take it (a full disk, a read-only file)
+        stops the run (StorageFailed) rather than fail each probe left the same way."""
         with self._lock:
-            if self._db is None:
-                self._db = self._open()
-            self._db.execute("INSERT OR REPLACE INTO entries VALUES (?, ?)", (key, json.dumps(value)))
+            try:
+                if self._db is None:
+                    self._db = self._open()
+                self._db.execute("INSERT OR REPLACE INTO entries VALUES (?, ?)", (key, json.dumps(value)))
+            except sqlite3.Error as e:
+                raise StorageFailed.writing(self.path, e) from None
+            except ValueError as e:  # made at its first entry (see __init__), mid-run
+                raise StorageFailed(str(e)) from None
 
     def close(self) -> None:
         with self._lock:

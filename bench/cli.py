@@ -369,6 +369,7 @@ def _rescore(args: argparse.Namespace, memo: dict | None = None):
         raise UserError(str(e)) from None
     _check_run_info(info, run_json)
     _check_not_running(args, run_dir)
+    _check_still_running(info, run_dir)
     if not args.plugin:
         _recorded_plugins(info.get("plugins") or [], run_json)
     elif left := [ref for ref in info.get("plugins") or [] if ref not in {recorded(r) for r in args.plugin}]:
@@ -461,6 +462,20 @@ def _check_not_running(args: argparse.Namespace, run_dir: Path) -> None:
         raise UserError(
             f"{run_dir}: a run is writing this folder (pid {owner['pid']}), and would rewrite the scoring "
             f"{', '.join(given)} records; score with them once it has ended (without them, score reads it now)"
+        )
+
+
+def _check_still_running(info: dict, run_dir: Path) -> None:
+    """A run.json saying ``running`` whose process is gone (killed: kill -9, out of memory) is
+    scored as ``interrupted``, and said so: its summary must not say the run is still going."""
+    from flarebench.bench.runlock import RunLock
+
+    if info.get("status") == "running" and RunLock(run_dir).live_owner() is None:
+        info["status"] = "interrupted"
+        print(
+            f"flarebench: {run_dir}: its run stopped without marking run.json (its process was killed); "
+            "scored as interrupted: the command that made it resumes it",
+            file=sys.stderr,
         )
 
 

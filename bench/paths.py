@@ -10,6 +10,7 @@ import os
 import tempfile
 from pathlib import Path
 
+from flarebench.strategies.lm import LMUnavailable
 from flarebench.strategies.retriever import CACHE_ENV, cache_root
 
 
@@ -20,6 +21,17 @@ class PathError(ValueError):
 class WriteError(OSError):
     """A file that cannot be written (a folder in its place, a full disk): one line naming the path
     and why, shown as a usage error (:func:`write_atomic`)."""
+
+
+class StorageFailed(LMUnavailable):
+    """A file the run writes as it goes (traces.jsonl, the ``--cache`` database) cannot be written
+    mid-run: a full disk, a file-size limit, a read-only file. Every probe left would fail the same
+    way, so the run stops, as for an unreachable LM, and resumes once there is room."""
+
+    @classmethod
+    def writing(cls, path: Path, error: Exception) -> StorageFailed:
+        """The stop for ``error`` raised while writing ``path``."""
+        return cls(f"cannot write {path} ({getattr(error, 'strerror', None) or error})")
 
 
 _UMASK = os.umask(0o022)

@@ -12,7 +12,7 @@ import socket
 from pathlib import Path
 from uuid import uuid4
 
-#: The lock file in a run folder: the pid, host and a token of the process writing the folder.
+#: The lock file in a run folder: the pid, host, start time and a token of the process writing it.
 LOCK = "run.lock"
 
 
@@ -35,15 +35,27 @@ def _alive(pid: int) -> bool:
     return not _zombie(pid)
 
 
+def _stat(pid: int) -> list[str]:
+    """The fields of ``/proc/PID/stat`` after the command name, from the state on ([] without /proc:
+    macOS). The name is in parentheses and may hold spaces or ")"."""
+    try:
+        stat = Path(f"/proc/{pid}/stat").read_text()
+    except OSError:
+        return []
+    return stat[stat.rfind(")") + 1 :].split()
+
+
 def _zombie(pid: int) -> bool:
     """Whether the process has exited and waits to be reaped (its state Z in /proc): a killed run
     whose parent has not reaped it yet, or never will (a container whose PID 1 reaps no orphans)."""
-    try:
-        stat = Path(f"/proc/{pid}/stat").read_text()
-    except OSError:  # no /proc (macOS): os.kill's answer stands
-        return False
-    # The state follows the command name, which is in parentheses and may hold spaces or ")".
-    return stat[stat.rfind(")") + 1 :].split()[:1] == ["Z"]
+    return _stat(pid)[:1] == ["Z"]
+
+
+def _started(pid: int) -> str | None:
+    """When the process started (clock ticks after boot, /proc's field 22), or None without /proc:
+    with the pid it names one process, though the pid of a run that died is given to another."""
+    fields = _stat(pid)
+    return fields[19] if len(fields) > 19 else None
 
 
 def _is_live(owner: dict) -> bool:
@@ -51,12 +63,14 @@ def _is_live(owner: dict) -> bool:
     liveness cannot be checked, so it counts as running; this very process does not count."""
     if owner.get("host") != socket.gethostname():
         return True
+    if owner.get("started") is not None and owner["started"] != _started(owner["pid"]):
+        return False  # that pid is another process's now (a container restarts its pids from 1)
     return owner["pid"] != os.getpid() and _alive(owner["pid"])
 
 
 class RunLock:
     """``run.lock`` in a run folder: taken by the session that writes the folder, released at its
-    close (and, failing that, at interpreter exit). It holds the owner's pid, host and a token; a
+    close (and, failing that, at interpreter exit). It holds the owner's pid, host, start time and a token; a
     lock whose owner is no longer running (killed, crashed) is taken over; a lock of this very
     process (another session that was not closed) is taken over silently. Readers (``score``,
     ``report``) never take it."""
@@ -102,7 +116,8 @@ class RunLock:
         """Take the lock; LockHeld when another live process holds it. Returns a note to show when
         a stale lock was taken over, else None."""
         note = None
-        record = json.dumps({"pid": os.getpid(), "host": socket.gethostname(), "token": self.token})
+        pid = os.getpid()
+        record = json.dumps({"pid": pid, "host": socket.gethostname(), "token": self.token, "started": _started(pid)})
         for _ in range(3):
             if self._create(record):
                 self.held = True

@@ -14,7 +14,7 @@ from concurrent.futures import ThreadPoolExecutor, as_completed
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from flarebench.bench.paths import write_atomic
+from flarebench.bench.paths import StorageFailed, write_atomic
 from flarebench.strategies.base import Strategy
 from flarebench.strategies.capabilities import describe
 from flarebench.strategies.http_client import redact_secrets
@@ -174,11 +174,16 @@ class TraceLog:
         return {(t.strategy, t.probe_id) for t in self.read()}
 
     def append(self, trace: Trace) -> None:
+        """Write ``trace`` as the file's last line, on disk before this returns; a line that cannot
+        be written (a full disk) stops the run (StorageFailed), and a resume drops what was torn."""
         line = json.dumps(trace.to_dict(), ensure_ascii=False) + "\n"
-        with self._lock, open(self.path, "a", encoding="utf-8") as f:
-            f.write(line)
-            f.flush()
-            os.fsync(f.fileno())
+        try:
+            with self._lock, open(self.path, "a", encoding="utf-8") as f:
+                f.write(line)
+                f.flush()
+                os.fsync(f.fileno())
+        except OSError as e:
+            raise StorageFailed.writing(self.path, e) from None
 
 
 class StrategyRefused(RuntimeError):

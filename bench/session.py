@@ -11,6 +11,7 @@ import datetime as dt
 import functools
 import hashlib
 import json
+import os
 import platform
 import shlex
 import shutil
@@ -486,6 +487,22 @@ class BenchSession:
             return folders[-1], "for --retry-errors"
         return None  # finished (with nothing to retry): a new run, as before
 
+    def _new_default_folder(self) -> Path:
+        """A new ``reports/<time>-<config hash>`` folder, made here: of two runs started in the same
+        second (two CI jobs, a double launch) the second gets ``<time>.2-<config hash>``, not a
+        refusal of the first's folder."""
+        stamp = dt.datetime.now(dt.UTC).strftime("%Y%m%dT%H%M%SZ")
+        run_dir, n = DEFAULT_RUNS / f"{stamp}-{self.config_hash}", 1
+        while True:
+            try:
+                run_dir.mkdir(parents=True)
+                return run_dir
+            except FileExistsError:
+                n += 1
+                run_dir = DEFAULT_RUNS / f"{stamp}.{n}-{self.config_hash}"
+            except OSError as e:
+                raise ConfigError(f"--report-dir {run_dir}: cannot be created ({e.strerror or e})") from None
+
     def _open_run_dir(self) -> Path:
         """Create, resume or refuse the run folder, holding its lock from here to :meth:`close`."""
         if self.report_dir:
@@ -495,8 +512,7 @@ class BenchSession:
             run_dir, why = resumed
             print(f"flarebench: resuming {run_dir}, this configuration's last run, {why}", file=sys.stderr)
         else:
-            stamp = dt.datetime.now(dt.UTC).strftime("%Y%m%dT%H%M%SZ")
-            run_dir = DEFAULT_RUNS / f"{stamp}-{self.config_hash}"
+            run_dir = self._new_default_folder()
         self._refuse_foreign_folder(run_dir)
         try:  # checked before anything loaded, but a place can still refuse (/proc as root)
             run_dir.mkdir(parents=True, exist_ok=True)
@@ -612,8 +628,8 @@ class BenchSession:
             info["plugins"] = [plugins.recorded(ref) for ref in self.plugin]
         if self.study:
             info["study"] = self.study
-        if self.disk_cache is not None:
-            info["cache"] = str(self.disk_cache.path)
+        if self.disk_cache is not None:  # absolute, as the plugins: read later from another folder
+            info["cache"] = os.path.abspath(self.disk_cache.path)
         if self.warmed is not None:
             info["warm_up"] = self.warmed
         if self.ray is not None:

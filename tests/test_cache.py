@@ -5,6 +5,8 @@ from __future__ import annotations
 
 import contextlib
 import json
+import os
+import re
 
 import pandas as pd
 import pytest
@@ -166,6 +168,49 @@ def test_a_damaged_cache_is_refused_before_the_run_folder(tmp_path, scripted_lm)
     assert code == 2 and "Traceback" not in err and len(err.strip().splitlines()) == 1, out + err
     assert "calls.sqlite is not a flarebench cache (file is not a database)" in err
     assert not run.exists()
+
+
+def test_a_cache_that_stops_taking_entries_stops_the_run_and_it_resumes(tmp_path, scripted_lm, monkeypatch):
+    # A full disk under the cache failed every probe left, each recorded as an error a resume kept.
+    cache = str(tmp_path / "cache")
+    assert (
+        run_cli(
+            "run", "--strategy", "no_retrieval", "--limit", "2", "--report-dir", str(tmp_path / "a"), "--cache", cache
+        )[0]
+        == 0
+    )
+    real_open = DiskCache._open
+
+    def refusing_writes(self):
+        db = real_open(self)
+        db.execute("PRAGMA query_only=ON")  # every write fails as on a full disk, with sqlite3's error
+        return db
+
+    monkeypatch.setattr(DiskCache, "_open", refusing_writes)
+    run = ("run", "--strategy", "no_retrieval", "--limit", "4", "--report-dir", str(tmp_path / "b"), "--cache", cache)
+    code, out, err = run_cli(*run)
+    assert code == 3, err
+    assert re.search(
+        r"flarebench: cannot write \S+/calls.sqlite \(attempt to write a readonly database\); finished probes are kept",
+        err,
+    )
+    traces = [json.loads(line) for line in (tmp_path / "b" / "traces.jsonl").read_text().splitlines()]
+    assert len(traces) == 2 and not any(t["error"] for t in traces)  # the two hits; no probe recorded failing
+    monkeypatch.setattr(DiskCache, "_open", real_open)
+    assert run_cli(*run)[0] == 0 and len((tmp_path / "b" / "traces.jsonl").read_text().splitlines()) == 4
+
+
+def test_a_read_only_cache_file_is_refused_before_the_run(tmp_path, scripted_lm, monkeypatch):
+    DiskCache(tmp_path / "cache").put("k", {})
+    real = os.access
+    monkeypatch.setattr(
+        flarebench.bench.cache.os, "access", lambda p, mode: not str(p).endswith("calls.sqlite") and real(p, mode)
+    )
+    code, out, err = run_cli(
+        "run", "--limit", "1", "--report-dir", str(tmp_path / "r"), "--cache", str(tmp_path / "cache")
+    )
+    assert code == 2 and err.strip().endswith("calls.sqlite is read-only (a run writes the calls it makes)"), err
+    assert not (tmp_path / "r").exists()
 
 
 def test_the_cache_is_per_flarebench_version(tmp_path, monkeypatch):

@@ -641,6 +641,25 @@ def test_a_stopped_gated_run_says_to_measure_it_again_not_to_resume(tmp_path, sc
     assert _run(tmp_path / "run", *command, "--overwrite", limit="3")[0] == 0
 
 
+def test_runs_started_in_the_same_second_each_get_a_default_folder(tmp_path, scripted_lm, monkeypatch):
+    # Two CI jobs (or a double launch) started together: the second was refused the first's folder.
+    import datetime as dt
+
+    import flarebench.bench.session as session
+
+    frozen = dt.datetime(2026, 1, 2, 3, 4, 5, tzinfo=dt.UTC)
+    monkeypatch.setattr(
+        session.dt, "datetime", type("Frozen", (dt.datetime,), {"now": staticmethod(lambda tz: frozen)})
+    )
+    monkeypatch.chdir(tmp_path)
+    for _ in range(3):
+        code, out, err = run_cli("run", "--strategy", "no_retrieval", "--limit", "1")
+        assert code == 0, err
+    folders = sorted(p.name.rsplit("-", 1)[0] for p in (tmp_path / "reports").iterdir())
+    assert folders == ["20260102T030405Z", "20260102T030405Z.2", "20260102T030405Z.3"]
+    assert len({p.name.rsplit("-", 1)[1] for p in (tmp_path / "reports").iterdir()}) == 1  # one configuration
+
+
 @pytest.mark.slow
 def test_without_report_dir_the_same_command_resumes_the_run_that_did_not_finish(tmp_path, scripted_lm, monkeypatch):
     monkeypatch.chdir(tmp_path)

@@ -14,7 +14,7 @@ from typing import Any, ClassVar
 import pytest
 
 from flarebench.bench.config import first_difference
-from flarebench.bench.runlock import LOCK, LockHeld, RunLock
+from flarebench.bench.runlock import LOCK, LockHeld, RunLock, _started
 from flarebench.bench.runner import (
     StrategyRefused,
     TraceError,
@@ -226,6 +226,36 @@ def test_a_run_stopped_by_an_error_is_marked_interrupted_not_running(tmp_path, s
     assert code == 0 and json.loads((run_dir / "run.json").read_text())["status"] == "complete", err
 
 
+def test_a_full_disk_stops_the_run_in_one_line_and_the_same_command_resumes(tmp_path, scripted_lm, monkeypatch):
+    # The third trace meets a full disk (/dev/full refuses every write with ENOSPC): every probe
+    # left would fail the same way, so the run stops, resumable, instead of a traceback.
+    real, appended = TraceLog.append, []
+
+    def fills(self, trace):
+        if len(appended) == 2:
+            path, self.path = self.path, pathlib.Path("/dev/full")
+            try:
+                return real(self, trace)
+            finally:
+                self.path = path
+        appended.append(trace)
+        return real(self, trace)
+
+    monkeypatch.setattr(TraceLog, "append", fills)
+    run = ("run", "--strategy", "no_retrieval", "--limit", "4", "--report-dir", str(tmp_path / "r"))
+    code, out, err = run_cli(*run)
+    assert code == 3, err
+    assert err.strip().splitlines()[-1] == (
+        "flarebench: cannot write /dev/full (No space left on device); "
+        "finished probes are kept; run the same command to resume"
+    )
+    assert len(TraceLog(tmp_path / "r" / "traces.jsonl").read()) == 2
+    assert json.loads((tmp_path / "r" / "run.json").read_text())["status"] == "interrupted"
+    monkeypatch.setattr(TraceLog, "append", real)
+    code, out, err = run_cli(*run)
+    assert code == 0 and len(TraceLog(tmp_path / "r" / "traces.jsonl").read()) == 4, err
+
+
 def test_a_run_folder_that_cannot_be_created_is_one_line(tmp_path, scripted_lm, monkeypatch):
     # --report-dir passed its check before the run, but the place still refuses (/proc as root).
     target = tmp_path / "runs" / "x"
@@ -360,6 +390,7 @@ def test_run_lock_refuses_a_live_owner_and_takes_over_a_dead_one(tmp_path):
     assert lock.acquire() is None and lock.held
     owner = json.loads((tmp_path / LOCK).read_text())
     assert owner["pid"] == os.getpid() and owner["host"] == socket.gethostname()
+    assert owner["started"] == _started(os.getpid()) and owner["started"].isdigit()
     # Another session of this same process (one never closed) takes it over silently ...
     second = RunLock(tmp_path)
     assert second.acquire() is None
@@ -375,6 +406,16 @@ def test_run_lock_refuses_a_live_owner_and_takes_over_a_dead_one(tmp_path):
             with pytest.raises(LockHeld) as e:
                 RunLock(tmp_path).acquire()
             assert f"{tmp_path} is in use by another flarebench run (pid {live.pid})" in str(e.value)
+            # The same pid started at another time is another process: the run that held it died
+            # and its pid was given to another (a container restarts its pids from 1).
+            record = {"pid": live.pid, "host": socket.gethostname(), "token": "x"}
+            with pytest.raises(LockHeld):  # the live process's own start time: held
+                (tmp_path / LOCK).write_text(json.dumps({**record, "started": _started(live.pid)}))
+                RunLock(tmp_path).acquire()
+            (tmp_path / LOCK).write_text(json.dumps({**record, "started": "1"}))
+            reused = RunLock(tmp_path)
+            assert reused.acquire() == f"took over {tmp_path / LOCK}: its owner (pid {live.pid}) is no longer running"
+            reused.release()
         finally:
             live.kill()
     dead = _exited_pid()

@@ -375,10 +375,29 @@ def test_other_scoring_options_are_refused_while_a_run_writes_the_folder(scripte
         code, out, err = run_cli("score", str(scripted_run), "--reference", "no_retrieval")
         assert code == 2 and err.startswith(f"flarebench: {scripted_run}: a run is writing this folder (pid "), err
         assert "--reference" in err and (scripted_run / "run.json").read_text() == before
-        assert run_cli("score", str(scripted_run))[0] == 0  # reading it as it is needs no lock
+        code, out, err = run_cli("score", str(scripted_run))  # reading it as it is needs no lock
+        assert code == 0 and "scored as interrupted" not in err
     finally:
         writer.kill()
         writer.wait()
+
+
+def test_a_killed_runs_folder_is_reported_interrupted_not_running(scripted_run):
+    # kill -9 leaves run.json saying "running" and a lock whose process is gone.
+    import socket
+
+    info = json.loads((scripted_run / "run.json").read_text())
+    (scripted_run / "run.json").write_text(json.dumps({**info, "status": "running"}))
+    gone = subprocess.run([sys.executable, "-c", "import os; print(os.getpid())"], capture_output=True, text=True)
+    lock = {"pid": int(gone.stdout), "host": socket.gethostname(), "token": "t"}
+    (scripted_run / "run.lock").write_text(json.dumps(lock))
+    code, out, err = run_cli("report", str(scripted_run))
+    assert code == 0 and err == (
+        f"flarebench: {scripted_run}: its run stopped without marking run.json (its process was killed); "
+        "scored as interrupted: the command that made it resumes it\n"
+    )
+    assert "**Run status: interrupted.**" in (scripted_run / "summary.md").read_text()
+    assert "run status <b>interrupted</b>" in (scripted_run / "report.html").read_text()
 
 
 def test_a_sweeps_reference_is_one_of_its_points(tmp_path, scripted_lm):
