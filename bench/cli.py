@@ -397,12 +397,14 @@ def _rescore(args: argparse.Namespace, memo: dict | None = None):
             "scoring against its current answers",
             file=sys.stderr,
         )
+    log = TraceLog(traces_file, writer=False)
     try:
-        traces = TraceLog(traces_file, writer=False).read()
+        traces = log.read()
     except TraceError as e:
         raise UserError(str(e)) from None
     except OSError as e:
         raise UserError(f"{traces_file}: cannot be read ({e.strerror or e})") from None
+    _warn_foreign_lines(traces_file, log.repeated, traces, config["strategies"], probe_set)
     probes = _selection(info, probe_set, run_json)
     traces = [t for t in traces if t.probe_id in probes and t.strategy in config["strategies"]]
     if not traces and info.get("status") == "complete":  # emptied, or run.json edited: not a run's scoring
@@ -463,6 +465,27 @@ def _check_not_running(args: argparse.Namespace, run_dir: Path) -> None:
             f"{run_dir}: a run is writing this folder (pid {owner['pid']}), and would rewrite the scoring "
             f"{', '.join(given)} records; score with them once it has ended (without them, score reads it now)"
         )
+
+
+def _warn_foreign_lines(traces_file: Path, repeated: list[int], traces: list, specs: dict, probe_set) -> None:
+    """Say which lines of ``traces_file`` no run of this folder wrote, left out of the scores: a
+    (strategy, probe) repeated (the first line is scored), a strategy the run did not run, a probe
+    not in its set: traces merged or edited by hand. (A calibration's dev probes are in the set.)"""
+    ids = {p.id for p in probe_set.probes}
+    foreign = [f"{t.strategy} {t.probe_id}" for t in traces if t.strategy not in specs or t.probe_id not in ids]
+    said = []
+    if repeated:
+        lines = ", ".join(map(str, repeated[:5])) + (", ..." if len(repeated) > 5 else "")
+        said.append(
+            f"{len(repeated)} line(s) repeat a strategy and probe of an earlier line, which is scored (line {lines})"
+        )
+    if foreign:
+        said.append(
+            f"{len(foreign)} trace(s) of a strategy this run did not run or a probe not in its set, left out "
+            f"({', '.join(foreign[:3])}{', ...' if len(foreign) > 3 else ''})"
+        )
+    if said:
+        print(f"flarebench: warning: {traces_file}: {'; '.join(said)}", file=sys.stderr)
 
 
 def _check_still_running(info: dict, run_dir: Path) -> None:

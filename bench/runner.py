@@ -72,13 +72,15 @@ class TraceError(ValueError):
 @dataclass
 class _Read:
     """What :meth:`TraceLog.read` has read of its file: which file (device, inode), up to which byte
-    (after which line), the traces there and their (strategy, probe) pairs."""
+    (after which line), the traces there, their (strategy, probe) pairs and the numbers of the lines
+    that repeat a pair read before them."""
 
     file: tuple[int, int] | None = None
     offset: int = 0
     lines: int = 0
     traces: list[Trace] = field(default_factory=list)
     seen: set[tuple[str, str]] = field(default_factory=set)
+    repeats: list[int] = field(default_factory=list)
 
 
 class TraceLog:
@@ -128,20 +130,30 @@ class TraceLog:
                 data = f.read()
             end = data.rfind(b"\n") + 1
             new: dict[tuple[str, str], Trace] = {}
+            repeats = []
             lines = data[:end].split(b"\n")[:-1]
             for number, line in enumerate(lines, start=known.lines + 1):
                 if not line.strip():
                     continue
                 trace = self._parse(line, number)
                 key = (trace.strategy, trace.probe_id)
-                if key not in known.seen:
-                    new.setdefault(key, trace)
+                if key in known.seen or key in new:
+                    repeats.append(number)
+                else:
+                    new[key] = trace
             # Kept only once every new line parsed: a line that is not a trace is refused again next time.
             known.traces.extend(new.values())
             known.seen.update(new)
+            known.repeats.extend(repeats)
             known.offset += end
             known.lines += len(lines)
             return list(known.traces)
+
+    @property
+    def repeated(self) -> list[int]:
+        """The numbers of the lines the last :meth:`read` left out as repeating a (strategy, probe)
+        of an earlier line (files merged by hand, or two writers before the lock)."""
+        return list(self._known.repeats)
 
     def _parse(self, line: bytes, number: int) -> Trace:
         try:

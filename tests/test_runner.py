@@ -294,12 +294,17 @@ def test_duplicate_traces_are_read_once_the_first_wins(tmp_path):
     # Two writers on one folder (before the lock) could append the same (strategy, probe) twice.
     path = tmp_path / "traces.jsonl"
     path.write_text(_line("p1", "a") + _line("p2", "b") + _line("p1", "c") + _line("p1", "d", strategy="other"))
-    traces = TraceLog(path).read()
+    log = TraceLog(path)
+    traces = log.read()
     assert [(t.strategy, t.probe_id, t.answer) for t in traces] == [
         ("_test_flaky", "p1", "a"),
         ("_test_flaky", "p2", "b"),
         ("other", "p1", "d"),
     ]
+    assert log.repeated == [3]  # said by score and report
+    with open(path, "a") as f:
+        f.write(_line("p2", "e"))
+    assert len(log.read()) == 3 and log.repeated == [3, 5]  # read again from where it stopped
     assert TraceLog(path).done() == {("_test_flaky", "p1"), ("_test_flaky", "p2"), ("other", "p1")}
 
 

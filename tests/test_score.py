@@ -382,6 +382,26 @@ def test_other_scoring_options_are_refused_while_a_run_writes_the_folder(scripte
         writer.wait()
 
 
+def test_lines_no_run_of_the_folder_wrote_are_said_and_left_out(scripted_run):
+    # traces.jsonl files merged or edited by hand: a repeated pair with another answer, a strategy
+    # the run did not run, a probe not in its set. Scored as before, but no longer unsaid.
+    before = (scripted_run / "summary.csv").read_text()
+    lines = (scripted_run / "traces.jsonl").read_text().splitlines()
+    first = json.loads(lines[0])
+    extra = [{**first, "answer": "WRONG"}, {**first, "strategy": "bogus"}, {**first, "probe_id": "nope-9"}]
+    with open(scripted_run / "traces.jsonl", "a") as f:
+        f.writelines(json.dumps(d) + "\n" for d in extra)
+    code, out, err = run_cli("score", str(scripted_run))
+    assert code == 0 and (scripted_run / "summary.csv").read_text() == before
+    assert err == (
+        f"flarebench: warning: {scripted_run / 'traces.jsonl'}: 1 line(s) repeat a strategy and probe of an earlier "
+        f"line, which is scored (line {len(lines) + 1}); 2 trace(s) of a strategy this run did not run or a probe "
+        f"not in its set, left out (bogus {first['probe_id']}, no_retrieval nope-9)\n"
+    )
+    (scripted_run / "traces.jsonl").write_text("\n".join(lines) + "\n")
+    assert run_cli("score", str(scripted_run))[2] == ""
+
+
 def test_a_killed_runs_folder_is_reported_interrupted_not_running(scripted_run):
     # kill -9 leaves run.json saying "running" and a lock whose process is gone.
     import socket
