@@ -45,7 +45,9 @@ def write_atomic(path: Path, text: str) -> None:
     tmp = None
     try:
         fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.")
-        with os.fdopen(fd, "w", encoding="utf-8") as f:
+        # surrogateescape: a path given in bytes that are not UTF-8 (quoted in the text) is written
+        # back as those bytes, not refused after the run (UnicodeEncodeError).
+        with os.fdopen(fd, "w", encoding="utf-8", errors="surrogateescape") as f:
             f.write(text)
         os.chmod(tmp, 0o666 & ~_UMASK)  # mkstemp makes the file 0600; give it the usual permissions
         os.replace(tmp, path)

@@ -641,6 +641,16 @@ def test_a_stopped_gated_run_says_to_measure_it_again_not_to_resume(tmp_path, sc
     assert _run(tmp_path / "run", *command, "--overwrite", limit="3")[0] == 0
 
 
+def test_a_run_folder_whose_name_is_not_utf8_is_written_and_reported(tmp_path, scripted_lm):
+    # A name in bytes that are not UTF-8 reaches Python as surrogates, which the summary quotes.
+    run_dir = os.fsdecode(os.fsencode(tmp_path) + b"/bad\xffbyte")
+    assert _run(Path(run_dir))[0] == 0
+    assert run_cli("report", run_dir)[0] == 0
+    written = sorted(p.name for p in Path(run_dir).iterdir())
+    assert written == ["adoption.md", "report.html", "run.json", "summary.csv", "summary.md", "traces.jsonl"]
+    assert b"bad\xffbyte" in (Path(run_dir) / "summary.md").read_bytes()
+
+
 def test_runs_started_in_the_same_second_each_get_a_default_folder(tmp_path, scripted_lm, monkeypatch):
     # Two CI jobs (or a double launch) started together: the second was refused the first's folder.
     import datetime as dt
