@@ -15,6 +15,7 @@ import flarebench.bench.cache
 import flarebench.bench.config
 import flarebench.bench.session
 from flarebench.bench.cache import CachedLM, CachedRetriever, DiskCache
+from flarebench.bench.paths import StorageFailed
 from flarebench.strategies.base import retrieve
 from flarebench.strategies.bm25 import BM25Retriever
 from flarebench.strategies.lm import WARM_UP, GenerationRequest, Prompt
@@ -136,10 +137,11 @@ def test_the_cache_persists_and_is_per_model(tmp_path):
 
 
 def test_a_cache_folder_that_cannot_be_made_is_one_line(tmp_path):
-    # --cache is checked before the run; a place that still refuses (/proc as root) is one line too.
+    # --cache is checked before the run; a place that still refuses (/proc as root) is one line too,
+    # which stops the run: a new cache is made at its first entry, mid-run.
     (tmp_path / "afile").write_text("x")
-    cache = DiskCache(tmp_path / "afile" / "calls")  # a new cache is made at its first entry
-    with pytest.raises(ValueError, match=r"^--cache .*afile/calls: cannot be created \("):
+    cache = DiskCache(tmp_path / "afile" / "calls")
+    with pytest.raises(StorageFailed, match=r"^--cache .*afile/calls: cannot be created \("):
         cache.put("key", {})
 
 
