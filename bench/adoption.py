@@ -23,7 +23,7 @@ from tabulate import tabulate
 
 from flarebench.bench.bounds import never_retrieved, strategy_rows
 from flarebench.bench.markdown import cell, text
-from flarebench.bench.metrics import COLUMN_DOCS
+from flarebench.bench.metrics import column_docs
 from flarebench.bench.scorers.deltas import paired
 from flarebench.bench.scorers.facts import fact_flags
 from flarebench.bench.scorers.incomplete import incomplete_flags
@@ -495,7 +495,7 @@ def adoption(
 def _legend(m: Measure, summary: pd.DataFrame) -> str:
     """A row's definition; the faithfulness row's names the methods that scored this run (the
     numbers of two methods are not comparable, and adoption.md is read on its own)."""
-    doc = m.doc or COLUMN_DOCS.get(m.column, "see summary.md")
+    doc = m.doc or column_docs().get(m.column, "see summary.md")
     if m is FAITHFULNESS and "faithfulness_method" in summary.columns:
         named = sorted(set(summary["faithfulness_method"].dropna().astype(str)))
         methods = [m for m in named if not m.startswith("n/a")] or named  # why none scored, when none did

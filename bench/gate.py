@@ -12,7 +12,7 @@ A baseline is a JSON file::
     }
 
 ``metrics`` holds each spec's summary values under their summary column names
-(:data:`flarebench.bench.metrics.SUMMARY_COLUMNS`), plus ``latency_p50_ratio`` and ``latency_p95_ratio``: the
+(:func:`flarebench.bench.metrics.summary_columns`), plus ``latency_p50_ratio`` and ``latency_p95_ratio``: the
 spec's latency divided by the reference strategy's latency measured in the same run, so a slower
 machine does not fail the gate.
 
@@ -27,12 +27,12 @@ Which metrics a tolerance may name, and on which side, comes from the scorers' d
 (:mod:`flarebench.bench.scorers`): a column declared higher-is-better takes drop bounds, a
 lower-is-better one rise bounds (an improvement never fails), and a column declared with no
 direction (text, flags, how the run was served) takes none. The default tolerances and
-:data:`ALWAYS_GATED` are declared there too; only the latency ratios are the gate's own.
+:func:`always_gated` are declared there too; only the latency ratios are the gate's own.
 
 When a metric has both an absolute and a relative bound on the same side, the looser one applies.
 Metrics without an entry in the file's ``tolerances`` are not gated, except ``n`` (probes scored:
 may not drop) and ``errors`` (probes that raised: may not rise), which are gated by
-:data:`ALWAYS_GATED` unless the file switches them off with ``null``. A value is compared with a
+:func:`always_gated` unless the file switches them off with ``null``. A value is compared with a
 slack of 1e-9, so a bound met exactly is met despite float rounding.
 
 A gated metric (one with a bound) that is missing, null or NaN on either side is a breach of its
@@ -55,9 +55,8 @@ from typing import Any
 from flarebench.bench.bounds import strategy_rows
 from flarebench.bench.config import command_line, config_difference, meaning
 from flarebench.bench.lines import line_of
-from flarebench.bench.metrics import OPTIONAL_COLUMNS, SUMMARY_COLUMNS
 from flarebench.bench.scorers.latency import FEW
-from flarebench.bench.scorers.registry import HIGHER, LOWER, WORSE_KINDS, columns
+from flarebench.bench.scorers.registry import HIGHER, LOWER, WORSE_KINDS, columns, optional_columns, summary_columns
 from flarebench.probes.json_errors import strict_loads
 
 VERSION = 1
@@ -71,32 +70,46 @@ DEFAULT_REFERENCE = "no_retrieval"
 #: The latency ratios the gate derives from the summary (spec latency / reference latency, same run).
 RATIO_METRICS = {"latency_p50_ratio": "latency_p50_s", "latency_p95_ratio": "latency_p95_s"}
 
-#: Which way each metric a tolerance may name is better (``higher`` or ``lower``): the summary
-#: columns their scorers declare with a direction, in summary order, then the latency ratios.
-DIRECTIONS: dict[str, str] = {
-    **{c.name: c.better for c in columns() if c.better is not None},
-    **dict.fromkeys(RATIO_METRICS, LOWER),
-}
+# What follows is read from the scorers' declarations at each call, not once at import: a plugin's
+# scorer may register after this module was imported (score and report load the plugins a run
+# recorded), and its column is gated as a built-in one is.
 
-#: Every metric a tolerance may name.
-METRICS: tuple[str, ...] = tuple(DIRECTIONS)
+
+def directions() -> dict[str, str]:
+    """Which way each metric a tolerance may name is better (``higher`` or ``lower``): the summary
+    columns their scorers declare with a direction, in summary order, then the latency ratios."""
+    return {**{c.name: c.better for c in columns() if c.better is not None}, **dict.fromkeys(RATIO_METRICS, LOWER)}
+
+
+def metric_names() -> tuple[str, ...]:
+    """Every metric a tolerance may name."""
+    return tuple(directions())
+
 
 KINDS = ("max_drop", "max_drop_rel", "max_rise", "max_rise_rel")
 
-#: Gated in every baseline whose ``tolerances`` do not name them (``null`` switches one off): the
-#: columns declared ``always_gated`` (``n`` and ``errors``: fewer probes scored, or more probes that
-#: raised, than the baseline means its other numbers are not comparable).
-ALWAYS_GATED: dict[str, dict[str, float]] = {c.name: dict(c.tolerance) for c in columns() if c.always_gated}
 
-#: Default tolerances, written into every new baseline: those the scorers declare, then the latency
-#: ratio's. They absorb the small cross-machine drift of docs/design.md (a few flipped probes on a
-#: probe set of ~50; a short smoke run stores looser ones in its own baseline).
-DEFAULT_TOLERANCES: dict[str, dict[str, float] | None] = {
-    **{c.name: dict(c.tolerance) for c in columns() if c.tolerance is not None},
-    "latency_p95_ratio": {"max_rise_rel": 0.25},
-}
-#: The columns whose values lie within 0 and 1 (rates, shares, scores).
-_SHARES = frozenset(c.name for c in columns() if c.share)
+def always_gated() -> dict[str, dict[str, float]]:
+    """Gated in every baseline whose ``tolerances`` do not name them (``null`` switches one off): the
+    columns declared ``always_gated`` (``n`` and ``errors``: fewer probes scored, or more probes that
+    raised, than the baseline means its other numbers are not comparable)."""
+    return {c.name: dict(c.tolerance) for c in columns() if c.always_gated}
+
+
+def default_tolerances() -> dict[str, dict[str, float] | None]:
+    """Default tolerances, written into every new baseline: those the scorers declare, then the
+    latency ratio's. They absorb the small cross-machine drift of docs/design.md (a few flipped
+    probes on a probe set of ~50; a short smoke run stores looser ones in its own baseline)."""
+    return {
+        **{c.name: dict(c.tolerance) for c in columns() if c.tolerance is not None},
+        "latency_p95_ratio": {"max_rise_rel": 0.25},
+    }
+
+
+def _shares() -> frozenset[str]:
+    """The columns whose values lie within 0 and 1 (rates, shares, scores)."""
+    return frozenset(c.name for c in columns() if c.share)
+
 
 _SLACK = 1e-9
 
@@ -162,7 +175,7 @@ def validate_tolerances(obj: Any, where: str = "tolerances") -> dict[str, dict[s
         raise GateError(f"{where}: expected an object of METRIC: {{KIND: value}}, got {type(obj).__name__}")
     out: dict[str, dict[str, float] | None] = {}
     for metric, bounds in obj.items():
-        if metric not in METRICS:
+        if metric not in metric_names():
             raise GateError(f"{where}.{metric}: {_not_gateable(metric)}", keys=(metric,))
         try:
             out[metric] = _bounds(bounds, f"{where}.{metric}", metric)
@@ -173,17 +186,17 @@ def validate_tolerances(obj: Any, where: str = "tolerances") -> dict[str, dict[s
 
 def _not_gateable(metric: str) -> str:
     """Why a tolerance may not name ``metric``, with the metrics it may name."""
-    if metric in SUMMARY_COLUMNS or metric in OPTIONAL_COLUMNS:
+    if metric in summary_columns() or metric in optional_columns():
         why = f"{metric!r} is not gateable (its scorer declares no better direction)"
     else:
         why = f"unknown metric {metric!r}"
-    return f"{why}; metrics: {', '.join(METRICS)}"
+    return f"{why}; metrics: {', '.join(metric_names())}"
 
 
 def with_always_gated(tolerances: dict[str, dict[str, float] | None]) -> dict[str, dict[str, float] | None]:
-    """A baseline file's tolerances with :data:`ALWAYS_GATED` added where the file does not name
-    the metric (first, as in :data:`DEFAULT_TOLERANCES`); a metric the file sets to null stays off."""
-    missing = {m: dict(b) for m, b in ALWAYS_GATED.items() if m not in tolerances}
+    """A baseline file's tolerances with :func:`always_gated` added where the file does not name
+    the metric (first, as in :func:`default_tolerances`); a metric the file sets to null stays off."""
+    missing = {m: dict(b) for m, b in always_gated().items() if m not in tolerances}
     return {**missing, **tolerances}
 
 
@@ -193,14 +206,14 @@ def _bounds(bounds: Any, where: str, metric: str) -> dict[str, float] | None:
     if not isinstance(bounds, dict) or not bounds:
         raise GateError(f"{where}: expected {{KIND: value}} or null, got {bounds!r}")
     clean: dict[str, float] = {}
-    worse = WORSE_KINDS[DIRECTIONS[metric]]
+    worse = WORSE_KINDS[directions()[metric]]
     for kind, value in bounds.items():
         if kind not in KINDS:
             raise GateError(f"{where}: unknown kind {kind!r}; kinds: {', '.join(KINDS)}", keys=(kind,))
         if kind not in worse:
             # A bound on the better side would fail an improvement.
             raise GateError(
-                f"{where}: {kind} would fail an improvement: a {DIRECTIONS[metric]} {metric} is better; "
+                f"{where}: {kind} would fail an improvement: a {directions()[metric]} {metric} is better; "
                 f"bound it with {' or '.join(worse)}",
                 keys=(kind,),
             )
@@ -227,7 +240,7 @@ def apply_overrides(
         where = f"--tolerance {item}"
         if not eq or not metric or not spec:
             raise GateError(f"{where}: expected METRIC=KIND:VALUE, METRIC=VALUE or METRIC=off")
-        if metric not in METRICS:
+        if metric not in metric_names():
             raise GateError(f"{where}: {_not_gateable(metric)}")
         if metric in given:  # the last would silently win
             raise GateError(
@@ -242,8 +255,8 @@ def apply_overrides(
             if len(current) != 1:
                 raise GateError(
                     f"{where}: {metric} has {'no bound' if not current else 'several bounds'}; "
-                    f"name the kind, e.g. {metric}={WORSE_KINDS[DIRECTIONS[metric]][0]}:{spec} "
-                    f"(kinds: {', '.join(WORSE_KINDS[DIRECTIONS[metric]])})"
+                    f"name the kind, e.g. {metric}={WORSE_KINDS[directions()[metric]][0]}:{spec} "
+                    f"(kinds: {', '.join(WORSE_KINDS[directions()[metric]])})"
                 )
             spec = f"{next(iter(current))}:{spec}"
         bounds: dict[str, Any] = {}
@@ -263,15 +276,16 @@ def tolerance_table() -> str:
     gate" (written by ``python -m flarebench.bench.scorers --write``)."""
 
     def default(metric: str) -> str:
-        bounds = DEFAULT_TOLERANCES.get(metric)
+        bounds = default_tolerances().get(metric)
         if not bounds:
             return ""
         text = ", ".join(f"`{kind}` {_fmt(value)}" for kind, value in bounds.items())
-        return text + (", even where a baseline's tolerances do not name it" if metric in ALWAYS_GATED else "")
+        return text + (", even where a baseline's tolerances do not name it" if metric in always_gated() else "")
 
     lines = ["| metric | better | default bound |", "|---|---|---|"]
-    lines += [f"| `{metric}` | {better} | {default(metric)} |" for metric, better in DIRECTIONS.items()]
-    ungated = ", ".join(f"`{c}`" for c in SUMMARY_COLUMNS if c not in DIRECTIONS)
+    gateable = directions()
+    lines += [f"| `{metric}` | {better} | {default(metric)} |" for metric, better in gateable.items()]
+    ungated = ", ".join(f"`{c}`" for c in summary_columns() if c not in gateable)
     return "\n".join(lines) + f"\n\nNot gateable (text, flags, and how the run was served): {ungated}."
 
 
@@ -358,7 +372,7 @@ def with_ratios(row: dict[str, Any], reference: dict[str, Any] | None) -> dict[s
     and NaN as None; gateable or not, a baseline records the whole row; an optional column where the
     row has it) plus the latency ratios to
     ``reference`` (a summary row of the same run; None where it has no latency)."""
-    columns = [*SUMMARY_COLUMNS, *(col for col in OPTIONAL_COLUMNS if col in row)]
+    columns = [*summary_columns(), *(col for col in optional_columns() if col in row)]
     out: dict[str, float | None] = {col: _number(row.get(col)) for col in columns if col != "strategy"}
     for col, latency in RATIO_METRICS.items():
         num = _number(row.get(latency))
@@ -475,14 +489,15 @@ def load_baseline(path: str | Path) -> Baseline:
         if not isinstance(values, dict):
             raise bad(("metrics", spec), f"expected an object of METRIC: value, got {type(values).__name__}")
         row: dict[str, float | None] = {}
+        counts, shares = always_gated(), _shares()
         for metric, value in values.items():
             if value is not None and _number(value) is None:
                 raise bad(("metrics", spec, metric), f"not a number: {value!r}")
             # The always-gated columns count probes: a baseline's must be whole numbers >= 0.
-            if metric in ALWAYS_GATED and value is not None and (value < 0 or value != int(value)):
+            if metric in counts and value is not None and (value < 0 or value != int(value)):
                 raise bad(("metrics", spec, metric), f"expected a count (a whole number >= 0), got {value!r}")
             # A rate or a score edited out of its range (em: -5) would pass every gate unseen.
-            if metric in _SHARES and value is not None and not 0 <= value <= 1:
+            if metric in shares and value is not None and not 0 <= value <= 1:
                 raise bad(("metrics", spec, metric), f"expected a share from 0 to 1, got {value!r}")
             row[metric] = _number(value)
         metrics[spec] = row
@@ -583,7 +598,7 @@ class Gating:
             base_tolerances, reference = baseline.tolerances, baseline.reference
         else:
             wanted = expand(strategy)
-            base_tolerances, reference = kept or dict(DEFAULT_TOLERANCES), DEFAULT_REFERENCE
+            base_tolerances, reference = kept or dict(default_tolerances()), DEFAULT_REFERENCE
             against = {}
         return cls(
             baseline=baseline,
@@ -594,7 +609,7 @@ class Gating:
             wanted=wanted,
             specs=[reference] + [s for s in wanted if s != reference],
             replaces=replaces,
-            kept_tolerances=kept is not None and kept != with_always_gated(DEFAULT_TOLERANCES),
+            kept_tolerances=kept is not None and kept != with_always_gated(default_tolerances()),
             saved_tolerances=apply_overrides(kept, tolerance) if baseline is not None and kept is not None else None,
             against=against,
         )
@@ -811,7 +826,7 @@ class Gating:
         """The bounded quality metrics (higher is better) that are 0 or missing in every row of
         ``rows`` (spec -> its values), when all are: a metric at 0 cannot drop, so such a gate
         watches cost and latency only. [] otherwise."""
-        quality = [m for m, bound in self.tolerances.items() if bound and DIRECTIONS.get(m) == HIGHER and m != "n"]
+        quality = [m for m, bound in self.tolerances.items() if bound and directions().get(m) == HIGHER and m != "n"]
         if quality and all(_number(row.get(m)) in (0, None) for row in rows.values() for m in quality):
             return quality
         return []

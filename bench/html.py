@@ -27,7 +27,7 @@ from flarebench.bench.bounds import strategy_rows
 from flarebench.bench.calibrate import calibration_note, calibration_table
 from flarebench.bench.findings import findings
 from flarebench.bench.gate import GATE_JSON
-from flarebench.bench.metrics import COLUMN_DOCS
+from flarebench.bench.metrics import column_docs
 from flarebench.bench.report import (
     DECIMALS,
     adoption_of,
@@ -379,13 +379,14 @@ def render(
         )
     notes = "".join(f"<li>{e(n)}</li>" for n in summary.attrs.get("notes", []))
     shows = "".join(f"<li>{e(f)}</li>" for f in findings(summary, study))
-    columns = [c for c in summary.columns if c in COLUMN_DOCS]
+    docs = column_docs()
+    columns = [c for c in summary.columns if c in docs]
     compact = compact_frame(summary) if not summary.empty else summary
     delta_doc = (
         "<dt>em vs REF, f1 vs REF</dt><dd>Mean paired difference from the reference strategy with its 95% "
         "paired-bootstrap interval (10,000 resamples); * where the interval excludes 0 (never on one probe).</dd>"
     )
-    defs = delta_doc + "".join(f"<dt>{e(c)}</dt><dd>{e(COLUMN_DOCS[c])}</dd>" for c in columns)
+    defs = delta_doc + "".join(f"<dt>{e(c)}</dt><dd>{e(docs[c])}</dd>" for c in columns)
     data = viewer_data(traces, rows, probes, probe_set.docs_by_id, order)
     return _PAGE.format(
         title=e(title),

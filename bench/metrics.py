@@ -6,7 +6,7 @@ Two levels:
   ``error``, then each scorer's per-probe values (scores, counts, tokens, times), then the probe's
   metadata.
 * :func:`summarize` turns a DataFrame of those rows into one row per strategy, each scorer giving
-  its own columns: those named in :data:`SUMMARY_COLUMNS` and defined in :data:`COLUMN_DOCS`.
+  its own columns: those named in :func:`summary_columns` and defined in :func:`column_docs`.
 
 What each column means, how it aggregates and whether the gate may bound it is declared once, in
 its scorer (:mod:`flarebench.bench.scorers`); this module only runs them. Nothing is rounded here:
@@ -29,14 +29,9 @@ from flarebench.bench.scorers.registry import Group, Scoring, column_docs, optio
 from flarebench.bench.uncertainty import DEFAULT_REFERENCE
 from flarebench.strategies.records import Trace
 
-__all__ = ["COLUMN_DOCS", "OPTIONAL_COLUMNS", "SUMMARY_COLUMNS", "probe_row", "summarize"]
-
-#: The columns every summary has, in order (each declared by its scorer).
-SUMMARY_COLUMNS: list[str] = summary_columns()
-#: The columns a summary has only where some strategy has a value (the long-answer columns), in order.
-OPTIONAL_COLUMNS: list[str] = optional_columns()
-#: Each column's definition (optional ones included), as summary.md and report.html print it.
-COLUMN_DOCS: dict[str, str] = column_docs()
+__all__ = ["column_docs", "optional_columns", "probe_row", "summarize", "summary_columns"]
+# summary_columns(), optional_columns() and column_docs() (the registry's) are asked at each use, never
+# kept: a plugin's scorer may register after this module was imported.
 
 
 def probe_row(trace: Trace, probe: Any) -> dict[str, Any]:
@@ -72,8 +67,8 @@ def summarize(
     faithfulness: Mapping[tuple[str, str], Mapping[str, Any]] | None = None,
     oracle: bool = False,
 ) -> pd.DataFrame:
-    """One row per strategy, with the columns of :data:`SUMMARY_COLUMNS` and, in their places, those
-    of :data:`OPTIONAL_COLUMNS` that some strategy has a value for (see :data:`COLUMN_DOCS`).
+    """One row per strategy, with the columns of :func:`summary_columns` and, in their places, those
+    of :func:`optional_columns` that some strategy has a value for (see :func:`column_docs`).
 
     ``rows`` holds :func:`probe_row` dicts; rows lacking a column some scorer needs are refused
     (KeyError naming it). Strategies come in ``order`` when given (names in ``order`` without rows
@@ -120,7 +115,7 @@ def summarize(
             # empty; pandas would make the gaps NaN, written "nan".
             frame[column] = pd.Series(values, index=frame.index, dtype=object)
     # An optional column no strategy has a value for is one this run cannot compute: left out.
-    frame = frame.drop(columns=[c for c in OPTIONAL_COLUMNS if frame[c].isna().all()])
+    frame = frame.drop(columns=[c for c in optional_columns() if frame[c].isna().all()])
     frame.attrs["pending"] = [s for s in dict.fromkeys(order or ()) if s in scoring.pending]  # in run order
     frame.attrs["notes"] = [note for s in ordered if s.settings and (note := s.settings(scoring))] + [
         line for s in ordered if s.findings for line in s.findings(frame, scoring)

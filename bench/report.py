@@ -15,7 +15,7 @@ from flarebench.bench.adoption import ADOPTION_MD, adoption, markdown
 from flarebench.bench.calibrate import CALIBRATION_CSV, calibration_lines, calibration_note, calibration_table
 from flarebench.bench.markdown import cell
 from flarebench.bench.markdown import text as markdown_text
-from flarebench.bench.metrics import COLUMN_DOCS, SUMMARY_COLUMNS, probe_row, summarize
+from flarebench.bench.metrics import column_docs, probe_row, summarize, summary_columns
 from flarebench.bench.paths import WriteError, write_atomic
 from flarebench.strategies.records import Trace
 
@@ -77,7 +77,7 @@ def summary_frame(
     rows = probe_rows(traces, probes, memo)
     if rows.empty:
         # No trace yet: an empty summary with every column.
-        summary = pd.DataFrame(columns=SUMMARY_COLUMNS)
+        summary = pd.DataFrame(columns=summary_columns())
         summary.attrs["adoption"] = adoption(summary, reference=reference)
         return summary
     summary = summarize(rows, order=order, price=price, reference=reference, faithfulness=faithfulness, oracle=oracle)
@@ -288,7 +288,8 @@ def write_summary(
             f"{missed}\n" if missed else ""
         )
     write_atomic(run_dir / SUMMARY_CSV, summary.to_csv(index=False, float_format="%.6g"))
-    defs = "\n".join(f"- `{c}`: {COLUMN_DOCS[c]}" for c in summary.columns if c in COLUMN_DOCS)
+    docs = column_docs()
+    defs = "\n".join(f"- `{c}`: {docs[c]}" for c in summary.columns if c in docs)
     notes = "".join(f"- {note}\n" for note in summary.attrs.get("notes", []))
     # Both files say when the run has not finished: their rows are partial.
     status_line = run_status(summary, config, study, status, gated)

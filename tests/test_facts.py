@@ -12,7 +12,7 @@ import pytest
 
 from flarebench.bench.answers import fact_check, normalize_value, score_answer, states_value
 from flarebench.bench.gate import with_ratios
-from flarebench.bench.metrics import COLUMN_DOCS, OPTIONAL_COLUMNS, SUMMARY_COLUMNS, probe_row, summarize
+from flarebench.bench.metrics import column_docs, optional_columns, probe_row, summarize, summary_columns
 from flarebench.probes import Probe, RequiredFact, load_probe_set
 from flarebench.strategies.prompts import LONG_CLOSED_BOOK
 from flarebench.strategies.records import Trace
@@ -208,15 +208,15 @@ def test_the_notes_say_which_incomplete_rate_a_run_uses():
 
 def test_a_run_without_long_probes_has_no_fact_columns():
     frame = _summary([(long_trace("So the answer is Rosa Tull.", probe_id="s1"), SHORT)])
-    assert list(frame.columns) == SUMMARY_COLUMNS
+    assert list(frame.columns) == summary_columns()
     baseline = with_ratios(frame.iloc[0].to_dict(), None)
     assert not set(FACT_COLUMNS) & set(baseline)
 
 
 def test_fact_columns_are_optional_documented_and_kept_in_baselines():
-    assert [c for c in OPTIONAL_COLUMNS if c in FACT_COLUMNS] == FACT_COLUMNS
-    assert not set(FACT_COLUMNS) & set(SUMMARY_COLUMNS)
-    assert all(COLUMN_DOCS[c].startswith("Long probes only") for c in FACT_COLUMNS)
+    assert [c for c in optional_columns() if c in FACT_COLUMNS] == FACT_COLUMNS
+    assert not set(FACT_COLUMNS) & set(summary_columns())
+    assert all(column_docs()[c].startswith("Long probes only") for c in FACT_COLUMNS)
     frame = _summary([(long_trace(ALL), UPGRADE)])
     assert [c for c in frame.columns if c in FACT_COLUMNS] == FACT_COLUMNS
     baseline = with_ratios(frame.iloc[0].to_dict(), None)

@@ -23,12 +23,12 @@ import pytest_benchmark.plugin
 from flarebench.bench import cli
 from flarebench.bench.config import config_difference
 from flarebench.bench.gate import (
-    ALWAYS_GATED,
-    DEFAULT_TOLERANCES,
     GateError,
     Gating,
+    always_gated,
     apply_overrides,
     compare,
+    default_tolerances,
     load_baseline,
     validate_tolerances,
     with_ratios,
@@ -51,7 +51,7 @@ ROOT = Path(__file__).resolve().parents[1]
 # --------------------------------------------------------------------------------------------
 
 
-#: A summary row holding every metric DEFAULT_TOLERANCES gates.
+#: A summary row holding every metric default_tolerances() gates.
 BASE = {
     "n": 50,
     "errors": 0,
@@ -67,23 +67,23 @@ BASE = {
 
 def test_a_run_that_meets_the_baseline_passes_and_a_worse_one_breaks_it():
     base = dict(BASE)
-    assert compare(base, dict(base), DEFAULT_TOLERANCES) == []
+    assert compare(base, dict(base), default_tolerances()) == []
     assert (
-        compare(base, {**base, "em": 0.46, "lm_calls_per_q": 2.2, "latency_p95_ratio": 2.5}, DEFAULT_TOLERANCES) == []
+        compare(base, {**base, "em": 0.46, "lm_calls_per_q": 2.2, "latency_p95_ratio": 2.5}, default_tolerances()) == []
     )
     worse = {**base, "em": 0.4, "f1": 0.6, "lm_calls_per_q": 2.5, "latency_p95_ratio": 2.6}
-    assert [b.line() for b in compare(base, worse, DEFAULT_TOLERANCES)] == [
+    assert [b.line() for b in compare(base, worse, default_tolerances())] == [
         "em: baseline 0.5, new 0.4, allowed >= 0.45 (max_drop 0.05)",
         "lm_calls_per_q: baseline 2, new 2.5, allowed <= 2.2 (max_rise_rel 0.1)",
         "latency_p95_ratio: baseline 2, new 2.6, allowed <= 2.5 (max_rise_rel 0.25)",
     ]
     # Improvements never break a gate.
     better = {**base, "em": 1.0, "f1": 1.0, "lm_calls_per_q": 1.0, "latency_p95_ratio": 1.0, "n": 60}
-    assert compare(base, better, DEFAULT_TOLERANCES) == []
+    assert compare(base, better, default_tolerances()) == []
 
 
 def test_fewer_probes_scored_or_more_errors_break_the_default_gate():
-    assert [b.line() for b in compare(BASE, {**BASE, "n": 49, "errors": 1}, DEFAULT_TOLERANCES)] == [
+    assert [b.line() for b in compare(BASE, {**BASE, "n": 49, "errors": 1}, default_tolerances())] == [
         "n: baseline 50, new 49, allowed >= 50 (max_drop 0)",
         "errors: baseline 0, new 1, allowed <= 0 (max_rise 0)",
     ]
@@ -106,7 +106,7 @@ def test_bounds_edge_cases():
     # A bound met exactly is met despite float rounding (0.4 - 0.05 = 0.35000000000000003).
     assert compare({"em": 0.4}, {"em": 0.35}, {"em": {"max_drop": 0.05}}) == []
     # A relative rise from 0 allows nothing: a strategy that never retrieved now retrieves.
-    rise = {"retrievals_per_q": DEFAULT_TOLERANCES["retrievals_per_q"]}
+    rise = {"retrievals_per_q": default_tolerances()["retrievals_per_q"]}
     (breach,) = compare({"retrievals_per_q": 0.0}, {"retrievals_per_q": 1.0}, rise)
     assert breach.line() == "retrievals_per_q: baseline 0, new 1, allowed <= 0 (max_rise_rel 0.1)"
     # Two bounds on one side: the looser applies.
@@ -131,7 +131,7 @@ def test_latency_ratio_is_against_the_reference_of_the_same_run():
 
 def test_tolerance_overrides_from_the_command_line():
     out = apply_overrides(
-        DEFAULT_TOLERANCES,
+        default_tolerances(),
         [
             "em=0.2",
             "f1=max_drop_rel:0.3",
@@ -143,7 +143,7 @@ def test_tolerance_overrides_from_the_command_line():
     assert out["em"] == {"max_drop": 0.2} and out["f1"] == {"max_drop_rel": 0.3}
     assert out["latency_p95_ratio"] is None and out["recall"] == {"max_drop": 0.1}
     assert out["lm_calls_per_q"] == {"max_rise": 1.0, "max_rise_rel": 0.2}
-    assert DEFAULT_TOLERANCES["em"] == {"max_drop": 0.05}  # the defaults are not touched
+    assert default_tolerances()["em"] == {"max_drop": 0.05}  # the defaults are not touched
     for bad, message in [
         ("emm=0.1", "--tolerance emm=0.1: unknown metric 'emm'"),
         ("em", "expected METRIC=KIND:VALUE"),
@@ -153,10 +153,10 @@ def test_tolerance_overrides_from_the_command_line():
         ("em=max_drop:-1", "must be a number >= 0"),
     ]:
         with pytest.raises(GateError, match=message.replace(".", r"\.").replace("(", r"\(")):
-            apply_overrides(DEFAULT_TOLERANCES, [bad])
+            apply_overrides(default_tolerances(), [bad])
     # The same metric twice: the last would silently win.
     with pytest.raises(GateError, match=r"^--tolerance em=max_drop:0: em given twice; give each metric once"):
-        apply_overrides(DEFAULT_TOLERANCES, ["em=max_drop:0.5", "em=max_drop:0"])
+        apply_overrides(default_tolerances(), ["em=max_drop:0.5", "em=max_drop:0"])
 
 
 def test_tolerances_in_a_file_are_validated():
@@ -178,7 +178,7 @@ def test_a_bound_must_hold_the_side_where_a_metric_gets_worse():
         ("latency_p50_s=0.2", "e.g. latency_p50_s=max_rise:0.2 (kinds: max_rise, max_rise_rel)"),
     ]:
         with pytest.raises(GateError, match=message.replace(".", r"\.").replace("(", r"\(").replace(")", r"\)")):
-            apply_overrides(DEFAULT_TOLERANCES, [bad])
+            apply_overrides(default_tolerances(), [bad])
     with pytest.raises(GateError, match=r"tolerances\.delta_reference: 'delta_reference' is not gateable"):
         validate_tolerances({"delta_reference": None})
     with pytest.raises(GateError, match=r"tolerances\.latency_p95_ratio: max_drop would fail an improvement"):
@@ -186,7 +186,7 @@ def test_a_bound_must_hold_the_side_where_a_metric_gets_worse():
 
 
 def test_the_default_tolerances_declared_by_the_scorers():
-    assert list(DEFAULT_TOLERANCES.items()) == [
+    assert list(default_tolerances().items()) == [
         ("n", {"max_drop": 0}),
         ("errors", {"max_rise": 0}),
         ("em", {"max_drop": 0.05}),
@@ -197,7 +197,7 @@ def test_the_default_tolerances_declared_by_the_scorers():
         ("completion_tokens_per_q", {"max_rise_rel": 0.10}),
         ("latency_p95_ratio", {"max_rise_rel": 0.25}),
     ]
-    assert ALWAYS_GATED == {"n": {"max_drop": 0}, "errors": {"max_rise": 0}}
+    assert always_gated() == {"n": {"max_drop": 0}, "errors": {"max_rise": 0}}
 
 
 def test_the_smoke_baselines_command_remakes_its_tolerances():
@@ -207,7 +207,7 @@ def test_the_smoke_baselines_command_remakes_its_tolerances():
     doc = json.loads((ROOT / "bench" / "baselines" / "smoke.json").read_text())
     words = shlex.split(doc["command"])
     overrides = [words[i + 1] for i, word in enumerate(words) if word == "--tolerance"]
-    assert overrides and apply_overrides(DEFAULT_TOLERANCES, overrides) == doc["tolerances"]
+    assert overrides and apply_overrides(default_tolerances(), overrides) == doc["tolerances"]
 
 
 def _fingerprint(k=3, source="phantomwiki", limit=3):
@@ -243,7 +243,7 @@ def _baseline_doc():
         "config": _fingerprint(),
         "reference": {"spec": "no_retrieval", "latency_p50_s": 1.0, "latency_p95_s": 1.0},
         "metrics": {"single_time": {"em": 0.5, "f1": 0.5, "recall": None}},
-        "tolerances": dict(DEFAULT_TOLERANCES),
+        "tolerances": dict(default_tolerances()),
     }
 
 
@@ -483,7 +483,7 @@ def test_gate_plan_runs_the_reference_first_and_the_baselines_specs_by_default(t
     with pytest.raises(GateError, match=r"b\.json: no baseline for flare_direct \(it holds single_time, ircot\)"):
         Gating.from_options(["flare_direct"], gate=str(path))
     saving = Gating.from_options(["single_time"], save_baseline=str(tmp_path / "new.json"))
-    assert saving.specs == ["no_retrieval", "single_time"] and saving.tolerances == DEFAULT_TOLERANCES
+    assert saving.specs == ["no_retrieval", "single_time"] and saving.tolerances == default_tolerances()
     plain = Gating.from_options(["single_time"])
     assert not plain.active and plain.specs == ["single_time"]
     with pytest.raises(GateError, match="--tolerance applies to --gate or --save-baseline"):
@@ -595,7 +595,7 @@ def test_a_baseline_saved_over_another_file_while_gating_keeps_that_files_tolera
     code, out, err = run_cli(*options, "--report-dir", str(tmp_path / "again"))
     assert code == 0 and "it keeps the tolerances edited in the baseline it replaced" in out, out + err
     assert json.loads(nightly.read_text())["tolerances"]["em"] == {"max_drop": 0.5}
-    assert json.loads(gate.read_text())["tolerances"]["em"] == DEFAULT_TOLERANCES["em"]  # the gate's file untouched
+    assert json.loads(gate.read_text())["tolerances"]["em"] == default_tolerances()["em"]  # the gate's file untouched
 
 
 def test_a_baseline_not_saved_names_the_reference_once_when_it_is_gated_too(tmp_path):
@@ -624,7 +624,7 @@ def test_console_script_saves_a_baseline_and_gates_against_it(tmp_path, oracle):
     baseline = _save(tmp_path)
     doc = json.loads(baseline.read_text())
     assert doc["version"] == 1 and list(doc["metrics"]) == ["single_time"]  # the reference is not a gated row
-    assert doc["reference"]["spec"] == "no_retrieval" and doc["tolerances"] == DEFAULT_TOLERANCES
+    assert doc["reference"]["spec"] == "no_retrieval" and doc["tolerances"] == default_tolerances()
     assert doc["config"]["probes"]["limit"] == 3 and doc["config"]["lm"] == {"name": "scripted"}
     assert set(doc["config"]["strategies"]) == {"no_retrieval", "single_time"}
     st = doc["metrics"]["single_time"]

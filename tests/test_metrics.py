@@ -19,7 +19,7 @@ from flarebench.bench.answers import (
     to_yes_no,
     token_f1,
 )
-from flarebench.bench.metrics import COLUMN_DOCS, OPTIONAL_COLUMNS, SUMMARY_COLUMNS, probe_row, summarize
+from flarebench.bench.metrics import column_docs, optional_columns, probe_row, summarize, summary_columns
 from flarebench.strategies.records import FIRST_HOP, LMCall, Retrieval, Step, Trace
 
 
@@ -313,7 +313,7 @@ def _rows(pairs):
 
 def test_summary_column_order_exact():
     rows = _rows([(trace([Step("s")]), FakeProbe("p1", answers=["x"]))])
-    assert list(summarize(rows).columns) == SUMMARY_COLUMNS
+    assert list(summarize(rows).columns) == summary_columns()
     expected = [
         "strategy", "n", "errors", "em", "f1", "em_lenient", "f1_lenient", "recall", "recall_at_k",
         "incomplete_rate", "incomplete_token_cap", "incomplete_step_cap", "incomplete_no_answer",
@@ -325,9 +325,9 @@ def test_summary_column_order_exact():
         "f1_delta", "f1_delta_lo", "f1_delta_hi", "f1_delta_sig",
     ]  # fmt: skip
     # Other metric modules (e.g. faithfulness) may add columns; these stay, in this order.
-    assert [c for c in SUMMARY_COLUMNS if c in expected] == expected
-    assert set(COLUMN_DOCS) == set(SUMMARY_COLUMNS) | set(OPTIONAL_COLUMNS)  # optional: only where computed
-    assert all(isinstance(v, str) and v for v in COLUMN_DOCS.values())
+    assert [c for c in summary_columns() if c in expected] == expected
+    assert set(column_docs()) == set(summary_columns()) | set(optional_columns())  # optional: only where computed
+    assert all(isinstance(v, str) and v for v in column_docs().values())
 
 
 def test_retrieval_rate_excludes_first_hop():
@@ -497,7 +497,7 @@ def test_summary_of_no_rows_is_empty_with_columns():
     one = probe_row(trace([]), FakeProbe("p1", answers=["x"]))
     empty = pd.DataFrame(columns=list(one))
     out = summarize(empty)
-    assert out.empty and list(out.columns) == SUMMARY_COLUMNS
+    assert out.empty and list(out.columns) == summary_columns()
 
 
 def test_summary_requires_row_columns():
@@ -809,7 +809,7 @@ def test_readme_defines_every_summary_column():
     readme = (Path(__file__).resolve().parents[1] / "README.md").read_text(encoding="utf-8")
     table = readme.split("### What each number means", 1)[1].split("\n\n|", 1)[1].split("\n\n", 1)[0]
     named = {name for line in table.splitlines() for name in re.findall(r"`([a-z0-9_]+)`", line.split("|")[1])}
-    assert [c for c in SUMMARY_COLUMNS if c not in named] == []
+    assert [c for c in summary_columns() if c not in named] == []
 
 
 def test_a_strategy_decoded_far_slower_than_another_is_said_to_have_shared_the_machine():

@@ -15,7 +15,7 @@ import pandas as pd
 import pytest
 
 from flarebench.bench.html import embed_json
-from flarebench.bench.metrics import COLUMN_DOCS
+from flarebench.bench.metrics import column_docs
 from flarebench.bench.plots import pareto_front
 from flarebench.strategies.registry import SpecError, with_param
 from tests.scripted import ProbeAwareLM, ScriptedLM, run_cli
@@ -117,7 +117,7 @@ def test_report_holds_table_plots_definitions_and_configuration(hostile_run):
         assert base64.b64decode(m.group(1)).startswith(b"\x89PNG\r\n\x1a\n")
     assert "plot-sweep" not in page  # not a sweep
     for column in summary.columns:
-        assert f"<dt>{column}</dt>" in page and COLUMN_DOCS[column][:40].replace("'", "&#x27;") in page
+        assert f"<dt>{column}</dt>" in page and column_docs()[column][:40].replace("'", "&#x27;") in page
     assert "&quot;prompt_sha256&quot;" in page  # the configuration, escaped
     run = json.loads((hostile_run / "run.json").read_text())
     assert run["study"] == {"kind": "compare"}

@@ -14,7 +14,7 @@ from pathlib import Path
 import pandas as pd
 import pytest
 
-from flarebench.bench.metrics import SUMMARY_COLUMNS
+from flarebench.bench.metrics import summary_columns
 from flarebench.strategies.registry import names
 from tests.scripted import run_cli
 
@@ -39,7 +39,7 @@ def test_score_gives_the_summary_the_run_wrote(tmp_path, scripted_lm):
     assert run["scoring"]["price"]["prompt_per_1m"] == 3.0 and "prices" not in json.dumps(run["config"])
 
     s = pd.read_csv(run_dir / "summary.csv").set_index("strategy")
-    assert list(s.reset_index().columns) == SUMMARY_COLUMNS
+    assert list(s.reset_index().columns) == summary_columns()
     # the scripted answers: probes 0 and 4 right, 1 and 5 wrong, 2 and 6 without a statement (the
     # fallback reads the gold), 3 and 7 cut by the token cap
     st = s.loc["single_time"]
@@ -316,6 +316,12 @@ def test_score_loads_the_plugins_the_run_was_made_with(tmp_path):
     scored = subprocess.run(score, capture_output=True, text=True)
     assert "scored without it" not in scored.stderr, scored.stderr
     assert scored.returncode == 0 and "plugin_chars" in pd.read_csv(tmp_path / "run" / "summary.csv").columns
+    # Its definition too, though the plugin registered after the summary's modules were imported.
+    assert "- `plugin_chars`: " in (tmp_path / "run" / "summary.md").read_text()
+    reported = subprocess.run(
+        [sys.executable, "-m", "flarebench", "report", str(tmp_path / "run")], capture_output=True
+    )
+    assert reported.returncode == 0 and "<dt>plugin_chars</dt>" in (tmp_path / "run" / "report.html").read_text()
     # Another --plugin replaces the recorded ones: said, as their columns would go unsaid.
     other = tmp_path / "other.py"
     other.write_text("x = 1\n")

@@ -44,12 +44,12 @@ def test_a_generated_block_is_replaced_whole_and_needs_its_markers():
 
 def test_everything_derived_follows_the_declarations():
     declared = registry.columns()
-    assert metrics.SUMMARY_COLUMNS == [c.name for c in declared if not c.optional]
-    assert metrics.OPTIONAL_COLUMNS == [c.name for c in declared if c.optional]
-    assert metrics.COLUMN_DOCS == {c.name: c.doc for c in declared}
+    assert metrics.summary_columns() == [c.name for c in declared if not c.optional]
+    assert metrics.optional_columns() == [c.name for c in declared if c.optional]
+    assert metrics.column_docs() == {c.name: c.doc for c in declared}
     gateable = [c.name for c in declared if c.better is not None]
-    assert list(gate.METRICS) == gateable + list(gate.RATIO_METRICS)
-    assert {c.name: dict(c.tolerance) for c in declared if c.always_gated} == gate.ALWAYS_GATED
+    assert list(gate.metric_names()) == gateable + list(gate.RATIO_METRICS)
+    assert {c.name: dict(c.tolerance) for c in declared if c.always_gated} == gate.always_gated()
     table = registry.column_table().splitlines()
     assert [line.split("`")[1] for line in table[2:]] == [c.name for c in declared]
 
@@ -130,11 +130,12 @@ def test_no_scorer_module_imports_back_what_loads_the_registry():
     assert _cycle(graph) is None, " -> ".join(_cycle(graph))
 
 
-# A metric added the way CONTRIBUTING.md says, registered before the harness imports (as load() would
-# find a new module): it reaches the summary, the definitions, the gate and the generated tables. Its
-# name and order are chosen to collide with no real scorer.
+# A metric added the way CONTRIBUTING.md says, registered after the harness imported (as a plugin's
+# is; a new module of bench/scorers/ registers before): it reaches the summary, the definitions, the
+# gate and the generated tables. Its name and order are chosen to collide with no real scorer.
 _NEW_METRIC = """
 import json, types
+from flarebench.bench import gate, metrics
 from flarebench.bench.scorers.registry import LOWER, Column, scorer
 
 @scorer(Column("test_chars", "Mean characters of the scored answer.", better=LOWER,
@@ -143,7 +144,6 @@ def test_chars(g):
     return {"test_chars": float(g.rows["answer"].fillna("").str.len().mean())}
 
 import pandas as pd
-from flarebench.bench import gate, metrics
 from flarebench.bench.scorers.registry import column_table
 from flarebench.strategies.records import Trace
 
@@ -151,13 +151,13 @@ probe = types.SimpleNamespace(id="p1", question="Capital of France?", answers=["
 trace = Trace(question=probe.question, output="So the answer is Paris.", answer="Paris", stop_reason="answer",
               probe_id="p1", strategy="s")
 rows = pd.DataFrame([metrics.probe_row(trace, probe)])
-cols = metrics.SUMMARY_COLUMNS
+cols = metrics.summary_columns()
 print(json.dumps({
     "last": cols[-1],
-    "doc": metrics.COLUMN_DOCS["test_chars"],
+    "doc": metrics.column_docs()["test_chars"],
     "value": float(metrics.summarize(rows).iloc[0]["test_chars"]),
-    "direction": gate.DIRECTIONS["test_chars"],
-    "default": gate.DEFAULT_TOLERANCES["test_chars"],
+    "direction": gate.directions()["test_chars"],
+    "default": gate.default_tolerances()["test_chars"],
     "readme": [line for line in column_table().splitlines() if "test_chars" in line],
     "gate_table": [line for line in gate.tolerance_table().splitlines() if "test_chars" in line],
 }))

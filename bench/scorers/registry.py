@@ -77,7 +77,7 @@ class Column:
     it may not (text, flags, and what describes how a run was served rather than how a strategy
     did). ``tolerance`` is the default bound written into every new baseline (``{kind: value}``,
     kinds from :data:`WORSE_KINDS`); ``always_gated`` also applies it to baseline files whose
-    tolerances do not name the column (see :data:`flarebench.bench.gate.ALWAYS_GATED`).
+    tolerances do not name the column (see :func:`flarebench.bench.gate.always_gated`).
 
     ``optional`` marks a column that only some runs can compute (the long-answer columns need long
     probes): it is left out of a summary where no strategy has a value for it, so that the
