@@ -22,6 +22,7 @@ from flarebench.bench.interrupt import TERMINATED_EXIT, Terminated, sigterm_inte
 from flarebench.bench.options import DEFAULTS_NOTE, DEV_FRACTION, PLUGIN, RUN_OPTIONS, TOLERANCE, Parser
 from flarebench.bench.paths import WriteError
 from flarebench.bench.runner import resume_hint
+from flarebench.bench.scorers import ScorerError
 from flarebench.strategies.lm import LMUnavailable
 
 #: The gate's options: a calibration refuses them (it is not gated), so its help leaves them out.
@@ -1138,6 +1139,9 @@ def main(argv: list[str] | None = None) -> int:
         return code
     except (UserError, WriteError) as e:  # a result that cannot be written is left as it was
         _say(str(e))
+        return 2
+    except ScorerError as e:  # a plugin's scorer failed on the traces: the run stops; fixed, it resumes
+        _say(f"{e}; fix the scorer: {getattr(e, 'stop_note', hint)}")
         return 2
     except Terminated as e:
         _say(f"{e}; {getattr(e, 'stop_note', hint)}")

@@ -25,7 +25,15 @@ from typing import Any
 import pandas as pd
 
 from flarebench.bench.bounds import oracle_row
-from flarebench.bench.scorers.registry import Group, Scoring, column_docs, optional_columns, scorers, summary_columns
+from flarebench.bench.scorers.registry import (
+    Group,
+    ScorerError,
+    Scoring,
+    column_docs,
+    optional_columns,
+    scorers,
+    summary_columns,
+)
 from flarebench.bench.uncertainty import DEFAULT_REFERENCE
 from flarebench.strategies.records import Trace
 
@@ -50,9 +58,15 @@ def probe_row(trace: Trace, probe: Any) -> dict[str, Any]:
     if trace.probe_id and trace.probe_id != probe.id:
         raise ValueError(f"trace is for probe {trace.probe_id!r}, not {probe.id!r}")
     row: dict[str, Any] = {"strategy": trace.strategy, "probe_id": probe.id, "error": trace.error or None}
+    setters = dict.fromkeys(row, "the harness")
     for s in scorers():
         if s.per_probe is not None:
-            row.update(s.per_probe(trace, probe, row))
+            values = s.row_values(trace, probe, row)
+            if taken := [f"{k} ({setters[k]})" for k in values if k in setters]:
+                # Replaced, a built-in's em would change every summary's em without a word.
+                raise ScorerError(f"{s.where}: per_probe sets row value(s) already set: {', '.join(taken)}")
+            row.update(values)
+            setters.update(dict.fromkeys(values, s.name))
     for key, value in (getattr(probe, "metadata", None) or {}).items():
         row[f"meta_{key}"] = value
     return row

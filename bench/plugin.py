@@ -193,18 +193,24 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
 
 
 @contextlib.contextmanager
-def _stop_if_lm_unreachable(config: pytest.Config):
-    """An LM server that cannot be reached stops the pytest session with one line, no traceback."""
+def _stop_in_one_line(config: pytest.Config):
+    """An LM server that cannot be reached, or a scorer (a plugin's) that fails on the traces, stops
+    the pytest session with one line, no traceback."""
     from flarebench.bench.runner import resume_hint
+    from flarebench.bench.scorers import ScorerError
     from flarebench.strategies.http_client import redact_secrets
     from flarebench.strategies.lm import LMUnavailable
 
+    opts = config.stash[_OPTIONS]
+    gated = bool(opts.get("gate") or opts.get("save_baseline"))
     try:
         yield
     except LMUnavailable as e:
-        opts = config.stash[_OPTIONS]
-        hint = resume_hint(bool(opts.get("gate") or opts.get("save_baseline")), e)
+        hint = resume_hint(gated, e)
         pytest.exit(redact_secrets(f"flarebench: {e}; {hint}"), returncode=pytest.ExitCode.TESTS_FAILED)
+    except ScorerError as e:
+        hint = resume_hint(gated)
+        pytest.exit(f"flarebench: {e}; fix the scorer: {hint}", returncode=pytest.ExitCode.USAGE_ERROR)
 
 
 @pytest.fixture(scope="session")
@@ -225,7 +231,7 @@ def _bench_session(request: pytest.FixtureRequest):
     uncaptured = capman.global_and_fixture_disabled() if capman is not None else contextlib.nullcontext()
     try:
         # Not captured: a note that a stale lock of the run folder was taken over is shown live.
-        with uncaptured, _stop_if_lm_unreachable(request.config):
+        with uncaptured, _stop_in_one_line(request.config):
             session = BenchSession(**opts, option_sources=request.config.stash[_SOURCES])
     except ConfigError as e:
         # A bad option or file found once the session starts is a usage error, as one found earlier;
@@ -242,16 +248,17 @@ def _bench_session(request: pytest.FixtureRequest):
     # of the pytest session, which tears this fixture down even when interrupted) closes it.
     try:
         try:
-            with _stop_if_lm_unreachable(request.config):
+            with _stop_in_one_line(request.config):
                 session.warm_up()  # prompt prefixes evaluated before anything is timed
         except BaseException as e:
             session.mark_interrupted(e)  # run.json must not say "running" for a run that stopped
             raise
         yield session
         try:
-            if session.gating.baseline is not None:  # gate.json names gated specs deselected with -k
-                session.gating.write_verdicts(session.run_dir)
-            session.write_report()
+            with _stop_in_one_line(request.config):
+                if session.gating.baseline is not None:  # gate.json names gated specs deselected with -k
+                    session.gating.write_verdicts(session.run_dir)
+                session.write_report()
         except BaseException as e:  # stopped as it wrote the report: marked (and written again) as any stop
             session.mark_interrupted(e)
             raise
@@ -274,7 +281,7 @@ def run_spec(request: pytest.FixtureRequest, bench_session):
     capman = request.config.pluginmanager.getplugin("capturemanager")
 
     def run(spec: str):
-        with capman.global_and_fixture_disabled(), _stop_if_lm_unreachable(request.config):
+        with capman.global_and_fixture_disabled(), _stop_in_one_line(request.config):
             try:
                 _reference_before(bench_session, spec)
                 return bench_session.run(spec)
@@ -304,7 +311,7 @@ def bench_timing(request: pytest.FixtureRequest, bench_session):
         s = bench_session
         probe = s.selected[0]
         benchmark.group = "flarebench"
-        with _stop_if_lm_unreachable(request.config):
+        with _stop_in_one_line(request.config):
             if s.ray is not None:  # the spec ran on the workers: this process's backends are cold
                 warm_up({spec: s.strategies[spec]}, s.lm_backend, s.retriever_backend)
             trace = benchmark.pedantic(
@@ -337,7 +344,7 @@ def bench_gate(request: pytest.FixtureRequest, bench_session):
         gating = bench_session.gating
         if gating.baseline is None or spec not in gating.wanted:
             return
-        with capman.global_and_fixture_disabled(), _stop_if_lm_unreachable(request.config):
+        with capman.global_and_fixture_disabled(), _stop_in_one_line(request.config):
             _reference_before(bench_session, spec)  # run_spec ran it, unless the spec ran another way
         checked = {spec: gating.check(spec, bench_session.summary())}
         reference = gating.reference

@@ -132,6 +132,32 @@ def test_pytest_bench_takes_plugin(tmp_path):
     assert json.loads((tmp_path / "run" / "traces.jsonl").read_text())["answer"] == "Oslo"
 
 
+@pytest.mark.slow
+def test_pytest_bench_stops_in_one_line_when_a_plugin_scorer_fails(tmp_path):
+    plugin = tmp_path / "broken_scorer.py"
+    plugin.write_text(
+        "from flarebench.bench.scorers.registry import LOWER, Column, scorer\n\n\n"
+        '@scorer(Column("broken", "doc", better=LOWER), order=996)\n'
+        "def broken(g):\n"
+        '    return {"broken": g.rows["no_such_column"].mean()}\n'
+    )
+    r = subprocess.run(
+        [sys.executable, "-m", "pytest", "bench", "-p", "no:cacheprovider", "--plugin", str(plugin),
+         "--plugin", str(Path(__file__).parent / "fixtures" / "ray_lm.py"), "--lm", "probeaware:0",
+         "--strategy", "no_retrieval", "--strategy", "single_time", "--limit", "1",
+         "--report-dir", str(tmp_path / "run")],
+        cwd=tmp_path, capture_output=True, text=True,
+    )  # fmt: skip
+    assert r.returncode == 4 and "Traceback" not in r.stdout + r.stderr, r.stdout[-2000:] + r.stderr[-2000:]
+    assert (
+        f"Exit: flarebench: scorer broken ({plugin}): summarize raised KeyError: 'no_such_column' "
+        "(broken_scorer.py:6); fix the scorer: finished probes are kept; run the same command to resume"
+    ) in r.stdout + r.stderr
+    # Stopped at the first strategy's summary: the second never ran.
+    assert json.loads((tmp_path / "run" / "run.json").read_text())["status"] == "interrupted"
+    assert len((tmp_path / "run" / "traces.jsonl").read_text().splitlines()) == 1
+
+
 # Plugin files that load no strategy, each as a user might write it.
 BAD_PLUGINS = {
     "broken.py": "x = 1 / 0\n",

@@ -4,6 +4,7 @@ it takes to add a metric."""
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import subprocess
 import sys
@@ -13,9 +14,11 @@ import pandas as pd
 import pytest
 
 from flarebench.bench import gate, metrics
+from flarebench.bench.metrics import probe_row
 from flarebench.bench.scorers import registry
 from flarebench.bench.scorers.__main__ import spliced, stale
 from flarebench.bench.scorers.registry import HIGHER, LOWER, Column, Group, ScorerError, Scoring, scorer
+from tests.scripted import run_cli
 from tests.test_imports import _cycle, _imports, _modules
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -100,8 +103,72 @@ def test_a_scorer_may_not_return_an_undeclared_column(isolated_scorers):
         return {"mine": 1.0, "theirs": 2.0}
 
     rows = pd.DataFrame({"strategy": ["s"], "error": [None]})
-    with pytest.raises(ScorerError, match=r"scorer sloppy returned undeclared column\(s\): theirs"):
+    with pytest.raises(
+        ScorerError, match=r"^scorer sloppy \(\S+test_scorers.py\): returned undeclared column\(s\): theirs$"
+    ):
         sloppy(Group("s", rows, Scoring(groups={"s": rows})))
+
+
+def test_a_scorer_that_fails_on_the_traces_is_one_line_naming_it_its_file_and_line(isolated_scorers):
+    # A plugin's mistakes surfaced as a traceback through pandas, naming neither scorer nor file.
+    @scorer(Column("raising", "doc", better=LOWER), order=991)
+    def raising(g):
+        return {"raising": g.rows["no_such_column"].mean()}
+
+    @scorer(Column("floaty", "doc"), order=992)
+    def floaty(g):
+        return 3.0
+
+    @scorer(Column("wordy", "doc", better=LOWER), Column("label", "doc"), order=993)
+    def wordy(g):
+        return {"wordy": "high", "label": "high"}  # text may fill a column no gate bounds
+
+    rows = pd.DataFrame({"strategy": ["s"], "error": [None]})
+    group = Group("s", rows, Scoring(groups={"s": rows}))
+    line = raising.summarize.__code__.co_firstlineno + 2
+    with pytest.raises(ScorerError) as e:
+        raising(group)
+    assert str(e.value) == (
+        f"scorer raising ({__file__}): summarize raised KeyError: 'no_such_column' (test_scorers.py:{line})"
+    )
+    with pytest.raises(ScorerError, match=r"\): returned float, not a dict of column: value$"):
+        floaty(group)
+    with pytest.raises(
+        ScorerError, match=r"column wordy may be gated \(lower is better\), so its value must be a number, got 'high'$"
+    ):
+        wordy(group)
+
+
+def test_a_per_probe_value_may_not_replace_another_scorers(isolated_scorers):
+    # A plugin's per_probe returning "em" replaced the built-in per-probe em: every summary's em changed.
+    @scorer(Column("words", "doc"), order=994, per_probe=lambda trace, probe, row: {"em": 0.0, "n_words": 3})
+    def words(g):
+        return {"words": 3.0}
+
+    with pytest.raises(
+        ScorerError, match=r"^scorer words \(\S+\): per_probe sets row value\(s\) already set: em \(answer\)$"
+    ):
+        probe_row(_trace(cached=False), _Probe())
+
+
+def test_a_run_whose_plugin_scorer_fails_stops_in_one_line_and_resumes_once_it_is_fixed(
+    isolated_scorers, scripted_lm, tmp_path
+):
+    @scorer(Column("broken", "doc", better=LOWER), order=995)
+    def broken(g):
+        return {"broken": g.rows["no_such_column"].mean()}
+
+    run = ("run", "--strategy", "no_retrieval", "--strategy", "single_time", "--limit", "2")
+    code, out, err = run_cli(*run, "--report-dir", str(tmp_path / "r"))
+    assert code == 2 and "Traceback" not in err, err
+    assert err.splitlines()[-1].startswith(f"flarebench: scorer broken ({__file__}): summarize raised KeyError: ")
+    assert err.splitlines()[-1].endswith(
+        f"; fix the scorer: finished probes are kept; run the same command to resume (run folder: {tmp_path / 'r'})"
+    )
+    registry._SCORERS["broken"] = dataclasses.replace(broken, summarize=lambda g: {"broken": 1.0})
+    code, out, err = run_cli(*run, "--report-dir", str(tmp_path / "r"))
+    assert code == 0, err
+    assert list(pd.read_csv(tmp_path / "r" / "summary.csv")["broken"]) == [1.0, 1.0]
 
 
 def test_notes_are_settings_first_then_findings_each_in_scorer_order():

@@ -22,7 +22,9 @@ nor :mod:`flarebench.bench.report`: those load the registry when they are import
 from __future__ import annotations
 
 import importlib
+import numbers
 import pkgutil
+import traceback
 from collections.abc import Callable, Hashable, Mapping, Sequence
 from dataclasses import dataclass, field
 from functools import cached_property
@@ -31,6 +33,7 @@ from typing import Any
 
 import pandas as pd
 
+from flarebench.bench.scorers import ScorerError
 from flarebench.strategies.records import Trace
 
 __all__ = [
@@ -62,11 +65,6 @@ LOWER = "lower"
 #: The tolerance kinds (see :data:`flarebench.bench.gate.KINDS`) that bound a metric on the side where
 #: it gets worse; the other side is an improvement, which never fails the gate.
 WORSE_KINDS: dict[str, tuple[str, ...]] = {HIGHER: ("max_drop", "max_drop_rel"), LOWER: ("max_rise", "max_rise_rel")}
-
-
-class ScorerError(ValueError):
-    """A declaration that contradicts itself or another scorer, or a scorer that returned a column it
-    does not declare."""
 
 
 @dataclass(frozen=True)
@@ -225,6 +223,11 @@ def probes_without(group: Group, column: str) -> str:
     return "" if lacking == answered else f" on {lacking} of the {answered} probes it answered"
 
 
+def _is_number(value: Any) -> bool:
+    """A real number (NaN, a missing value, included), not a bool or text."""
+    return isinstance(value, numbers.Real) and not isinstance(value, bool)
+
+
 def ratio(num: float, den: float) -> float:
     """``num / den`` as a float; NaN (missing) when ``den`` is 0: nothing to divide (no steps, no
     time, no calls), which is no rate at all rather than a rate of 0."""
@@ -250,11 +253,47 @@ class Scorer:
     findings: Callable[[pd.DataFrame, Scoring], list[str]] | None = None
     scores_errors: bool = False
 
+    @property
+    def where(self) -> str:
+        """The scorer as its errors name it: by name and the file that declares it (a plugin's)."""
+        return f"scorer {self.name} ({self.summarize.__code__.co_filename})"
+
+    def _called(self, what: str, fn: Callable[..., Any], *args: Any) -> Any:
+        """``fn(*args)``; what it raises is a ScorerError naming this scorer, its file and line: a
+        plugin's mistake, said in one line rather than as a traceback through the summary."""
+        try:
+            return fn(*args)
+        except ScorerError:
+            raise
+        except Exception as e:
+            frames = traceback.extract_tb(e.__traceback__)
+            # The line of the scorer's own code that raised, rather than pandas' deep inside it.
+            own = [f for f in frames if f.filename == fn.__code__.co_filename] or frames
+            at = f"{Path(own[-1].filename).name}:{own[-1].lineno}"
+            raise ScorerError(f"{self.where}: {what} raised {type(e).__name__}: {e} ({at})") from None
+
     def __call__(self, group: Group) -> dict[str, Any]:
-        values = dict(self.summarize(group if self.scores_errors else group.finished))
-        unknown = [c for c in values if c not in {col.name for col in self.columns}]
+        values = self._called("summarize", self.summarize, group if self.scores_errors else group.finished)
+        if not isinstance(values, Mapping):
+            raise ScorerError(f"{self.where}: returned {type(values).__name__}, not a dict of column: value")
+        declared = {col.name: col for col in self.columns}
+        unknown = [c for c in values if c not in declared]
         if unknown:
-            raise ScorerError(f"scorer {self.name} returned undeclared column(s): {', '.join(unknown)}")
+            raise ScorerError(f"{self.where}: returned undeclared column(s): {', '.join(map(str, unknown))}")
+        for name, value in values.items():
+            # The gate compares numbers: text in a gateable column would be a metric no gate can hold.
+            if declared[name].better is not None and value is not None and not _is_number(value):
+                raise ScorerError(
+                    f"{self.where}: column {name} may be gated ({declared[name].better} is better), "
+                    f"so its value must be a number, got {value!r}"
+                )
+        return dict(values)
+
+    def row_values(self, trace: Trace, probe: Any, row: Mapping[str, Any]) -> Mapping[str, Any]:
+        """The values ``per_probe`` adds to a probe's row, checked as :meth:`__call__` checks the summary's."""
+        values = self._called("per_probe", self.per_probe, trace, probe, row)
+        if not isinstance(values, Mapping):
+            raise ScorerError(f"{self.where}: per_probe returned {type(values).__name__}, not a dict of column: value")
         return values
 
 
