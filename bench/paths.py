@@ -51,10 +51,12 @@ def write_atomic(path: Path, text: str) -> None:
             f.write(text)
         os.chmod(tmp, 0o666 & ~_UMASK)  # mkstemp makes the file 0600; give it the usual permissions
         os.replace(tmp, path)
-    except OSError as e:
+    except BaseException as e:  # also text no file can hold, or Ctrl-C: no temporary file is left behind
         if tmp is not None:
             Path(tmp).unlink(missing_ok=True)
-        raise WriteError(f"{path}: cannot be written ({e.strerror or e})") from None
+        if isinstance(e, OSError):
+            raise WriteError(f"{path}: cannot be written ({e.strerror or e})") from None
+        raise
 
 
 def _first_existing(path: Path) -> Path:

@@ -10,7 +10,8 @@ from __future__ import annotations
 import difflib
 import json
 import os
-from collections.abc import Iterable
+import unicodedata
+from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
 
 from flarebench.bench.answers import normalize_answer, normalize_value
@@ -51,9 +52,37 @@ def _type_name(value) -> str:
 def _nonempty_str(value) -> str | None:
     if not isinstance(value, str):
         return f"expected a string, got {_type_name(value)}"
-    if not value.strip():
+    if not _visible(value):
         return "must not be empty"
     return None
+
+
+def _visible(text: str) -> str:
+    """``text`` without white space and invisible format characters (a zero-width space, a BOM): a
+    question of those alone is as empty as one of spaces."""
+    return "".join(ch for ch in text if unicodedata.category(ch) != "Cf").strip()
+
+
+def _lone_surrogates(value, field: str = "") -> Iterator[str]:
+    """The fields of a parsed JSON value holding a lone surrogate (``"\\ud800"``: half of an emoji
+    cut in two), which no UTF-8 file can hold, so the run could write no trace or report of it."""
+    if isinstance(value, str):
+        if any("\ud800" <= ch <= "\udfff" for ch in value):
+            yield field or "(value)"
+    elif isinstance(value, dict):
+        for key, item in value.items():
+            name = f"{field}.{key}" if field else key
+            yield from _lone_surrogates(key, name)
+            yield from _lone_surrogates(item, name)
+    elif isinstance(value, list):
+        for i, item in enumerate(value):
+            yield from _lone_surrogates(item, f"{field}[{i}]")
+
+
+def printable(line: str) -> str:
+    """``line`` with control characters written as escapes (``\\x1b``): an id holding one, quoted
+    in a problem line, must not clear or recolour the user's terminal."""
+    return "".join(ch if ch == "\t" or unicodedata.category(ch) != "Cc" else ascii(ch)[1:-1] for ch in line)
 
 
 def read_jsonl(path: str, data: bytes, problems: list[str]) -> list[tuple[int, dict]]:
@@ -74,6 +103,9 @@ def read_jsonl(path: str, data: bytes, problems: list[str]) -> list[tuple[int, d
             continue
         if not isinstance(obj, dict):
             problems.append(f"{path}:{n}: (json): expected a JSON object, got {_type_name(obj)}")
+            continue
+        if halves := list(_lone_surrogates(obj)):
+            problems += [f"{path}:{n}: {f}: holds a lone surrogate (half of a character cut in two)" for f in halves]
             continue
         rows.append((n, obj))
     return rows
@@ -395,6 +427,7 @@ def check_folder(path, *, require_readme: bool = False) -> Checked:
         why = "a shipped probe set needs source, licence, how made"
         found_as = "is a folder, not a file" if os.path.isdir(readme_path) else "not found"
         out.problems.append(f"{readme_path}:0: (file): {found_as} ({why})")
+    out.problems = [printable(line) for line in out.problems]
     return out
 
 

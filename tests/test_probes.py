@@ -22,6 +22,7 @@ from flarebench.probes import (
     validate,
 )
 from flarebench.probes.build_phantomwiki import World, slug, solve
+from tests.scripted import run_cli as flarebench_cli
 
 REPO = Path(__file__).resolve().parents[1]
 PROBLEM_LINE = re.compile(r"^.+:\d+: \S+: .+$")
@@ -158,6 +159,9 @@ def test_missing_question_names_the_field(tmp_path):
         ("answers", [], "answers: must not be empty"),
         ("answers", ["painter", 3], "answers[1]: expected a string, got int"),
         ("question", "", "question: must not be empty"),
+        ("question", " \u200b\ufeff ", "question: must not be empty"),  # invisible characters only
+        ("question", "Who painted it?\ud83d", "question: holds a lone surrogate (half of a character cut in two)"),
+        ("answers", ["Ann", "x\udc00"], "answers[1]: holds a lone surrogate (half of a character cut in two)"),
         ("id", 7, "id: expected a string, got int"),
         ("gold_doc_ids", "d1", "gold_doc_ids: expected a list of strings, got string"),
         ("metadata", ["x"], "metadata: expected an object, got list"),
@@ -166,6 +170,20 @@ def test_missing_question_names_the_field(tmp_path):
 def test_wrong_types(tmp_path, field, value, expected):
     folder = write_set(tmp_path / "s", probes=[{**PROBES[0], field: value}])
     assert only_problem(folder) == f"{folder / 'probes.jsonl'}:1: {expected}"
+
+
+def test_control_characters_in_a_problem_line_are_escaped(tmp_path):
+    # An id holding ESC [2J, quoted raw, cleared the user's terminal.
+    folder = write_set(tmp_path / "s", probes=[{**PROBES[0], "gold_doc_ids": ["d1\x1b[2J"]}])
+    assert only_problem(folder).startswith(f"{folder / 'probes.jsonl'}:1: gold_doc_ids[0]: 'd1\\x1b[2J' is not a")
+
+
+def test_a_run_of_a_set_with_a_lone_surrogate_is_refused_before_it_starts(tmp_path, scripted_lm):
+    # It passed validation, then failed writing its first trace or report.html (a traceback).
+    folder = write_set(tmp_path / "s", docs=[DOCS[0], {**DOCS[1], "text": "cut \ud800"}])
+    code, out, err = flarebench_cli("run", "--probes", str(folder), "--report-dir", str(tmp_path / "r"))
+    assert code == 2 and "Traceback" not in err and not (tmp_path / "r").exists(), err
+    assert f"{folder / 'corpus.jsonl'}:2: text: holds a lone surrogate" in err
 
 
 def test_wrong_type_in_corpus(tmp_path):
