@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import functools
+import re
 
 import pysbd
 
@@ -12,10 +13,32 @@ def _segmenter() -> pysbd.Segmenter:
     return pysbd.Segmenter(language="en", clean=False, char_span=False)
 
 
+#: pysbd's time grows with the square of a text's length (a 200 KB line: two minutes): a text longer
+#: than this is first cut, after a sentence's end, into pieces of about :data:`_PIECE` characters,
+#: each split on its own. Shorter texts (every answer, every chunked passage) are split whole.
+_LONG = 8_000
+_PIECE = 2_000
+#: A sentence's end that is no abbreviation's ("Dr. Smith"): three lowercase letters (or digits)
+#: before the stop, white space, then what starts a sentence.
+_END = re.compile(r"(?<=[a-z0-9]{3}[.!?])\s+(?=[A-Z0-9\"\u201c(\[])")
+
+
 def split_sentences(text: str) -> list[str]:
     """Split ``text`` into sentences, keeping each one's trailing whitespace so that joining the
     pieces gives back ``text`` exactly."""
-    return list(_split(text))
+    if len(text) <= _LONG:
+        return list(_split(text))
+    return [sentence for piece in _pieces(text) for sentence in _split(piece)]
+
+
+def _pieces(text: str) -> list[str]:
+    """``text`` cut after the first sentence end past every :data:`_PIECE` characters (the rest whole
+    where none follows); joined, the pieces give back ``text``."""
+    pieces, start = [], 0
+    while len(text) - start > _PIECE and (end := _END.search(text, start + _PIECE)):
+        pieces.append(text[start : end.end()])
+        start = end.end()
+    return [*pieces, text[start:]]
 
 
 # pysbd takes milliseconds a text, and scoring splits each answer several times (the stated

@@ -62,6 +62,30 @@ def test_split_sentences_cuts_at_boundaries():
     assert first_sentence(" The date is 0204-03-12. So the answer is 0204-03-12.") == " The date is 0204-03-12. "
 
 
+def test_a_very_long_line_is_split_in_pieces_of_bounded_length_as_it_would_be_whole(monkeypatch):
+    # pysbd's time grows with the square of the length: one 200 KB line (HTML made text) took minutes.
+    from flarebench.strategies import sentences
+
+    words = "alpha beta gamma delta Dr. Ann went home to the city".split()
+    text = " ".join(
+        f"Number {i} " + " ".join(words[(i * 7 + j) % len(words)] for j in range(12)) + "." for i in range(2000)
+    )
+    whole = list(sentences._split(text[:12_000]))  # the same text split in one piece
+    seen = []
+    real = sentences._segmenter()
+    monkeypatch.setattr(
+        sentences,
+        "_segmenter",
+        lambda: type("Spy", (), {"segment": lambda _, t: seen.append(len(t)) or real.segment(t)})(),
+    )
+    sentences._split.cache_clear()
+    pieces = split_sentences(text)
+    assert "".join(pieces) == text and len(text) > 100_000
+    assert max(seen) < 2_500 and len(seen) > 50  # each piece split on its own
+    assert split_sentences(text[:12_000]) == whole  # the cuts fall where pysbd cuts anyway
+    assert split_sentences(text[:8_000]) == list(sentences._split(text[:8_000]))  # shorter: split whole
+
+
 def test_a_changed_split_does_not_change_the_next_split_of_the_same_text():
     # The split is cached: each caller gets a list of its own.
     text = "Ann is a nurse. Bob is a cook."
