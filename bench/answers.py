@@ -10,6 +10,7 @@ from __future__ import annotations
 import functools
 import re
 import string
+import unicodedata
 from collections import Counter
 from collections.abc import Callable, Iterable
 from typing import Any
@@ -55,14 +56,38 @@ def normalize_answer(s: str | None) -> str:
     """SQuAD normalisation: lowercase, drop punctuation, drop articles (a/an/the), collapse whitespace.
 
     ``None`` normalises to ``""``. Punctuation is removed before articles, so ``"The  Cat!"`` and
-    ``"cat"`` both give ``"cat"``.
+    ``"cat"`` both give ``"cat"``. Text that is not ASCII is first made comparable as it reads
+    (:func:`_as_read`): ASCII text is normalised exactly as SQuAD's official script does.
     """
     if not s:
         return ""
+    if not s.isascii():
+        s = _as_read(s)
     s = s.lower()
     s = s.translate(_NO_PUNCTUATION)
     s = _ARTICLES.sub(" ", s)
     return " ".join(s.split())
+
+
+#: Unicode's word breaks that are no white space: a zero-width space reads as a space.
+_ZERO_WIDTH_SPACE = "\u200b"
+
+
+def _as_read(s: str) -> str:
+    """``s`` with what does not change how it reads taken out, so that text that looks the same
+    compares the same: composed and decomposed accents, full-width letters, ligatures and a
+    no-break space made one form (NFKC), case folded (``"Straße"`` is ``"STRASSE"``), Unicode's
+    punctuation (curly quotes, guillemets, ``"。"``, dashes) and invisible format characters
+    dropped, as SQuAD drops ASCII punctuation. The middle dot :func:`normalize_value` joins version
+    numbers with is kept."""
+    out = []
+    for ch in unicodedata.normalize("NFKC", s).casefold():
+        kind = unicodedata.category(ch)
+        if ch == _ZERO_WIDTH_SPACE:
+            out.append(" ")
+        elif ch == _JOINER or not (kind.startswith("P") or kind == "Cf"):
+            out.append(ch)
+    return "".join(out)
 
 
 def _aliases(answers: Iterable[str] | str) -> list[str]:
@@ -112,7 +137,8 @@ def token_f1(pred: str | None, answers: Iterable[str] | str) -> float:
 
 # Separators between items of a list answer. A comma / semicolon / newline may be followed by
 # "and" or "&" (the Oxford comma: "A, B, and C"); a bare "and" or "&" also separates ("A and B").
-_ITEM_SEP = re.compile(r"(\s*[,;\n]\s*(?:(?:and|&)\s+)?|\s+and\s+|\s*&\s*)", re.IGNORECASE)
+# The ideographic comma and the full-width comma and semicolon separate as theirs do ("東京、大阪").
+_ITEM_SEP = re.compile(r"(\s*[,;\n\u3001\uff0c\uff1b]\s*(?:(?:and|&)\s+)?|\s+and\s+|\s*&\s*)", re.IGNORECASE)
 
 
 def split_items(pred: str | None, keep: Iterable[str] = (), normalized: bool = True) -> list[str]:

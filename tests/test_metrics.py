@@ -85,6 +85,47 @@ def test_normalize_answer(raw, expected):
     assert normalize_answer(raw) == expected
 
 
+def _squad_normalize(s: str) -> str:
+    """The official SQuAD v1.1 evaluation script's normalize_answer, as it is written there."""
+    import re
+    import string
+
+    s = s.lower()
+    s = "".join(ch for ch in s if ch not in set(string.punctuation))
+    s = re.sub(r"\b(a|an|the)\b", " ", s)
+    return " ".join(s.split())
+
+
+def test_ascii_text_is_normalised_exactly_as_squads_script_does():
+    import random
+    import string
+
+    rng = random.Random(0)
+    alphabet = string.printable + " the a an " * 3
+    texts = ["".join(rng.choice(alphabet) for _ in range(rng.randint(0, 30))) for _ in range(5000)]
+    assert [normalize_answer(t) for t in texts] == [_squad_normalize(t) for t in texts]
+
+
+@pytest.mark.parametrize(
+    "pred, gold",
+    [
+        ("Jos\u00e9 M\u00fcller", "Jose\u0301 Mu\u0308ller"),  # composed and decomposed accents (NFC, NFD)
+        ("\u201cLeda Cormier\u201d", "Leda Cormier"),  # curly quotes
+        ("\u00abLeda Cormier\u00bb", "Leda Cormier"),  # guillemets
+        ("\u6771\u4eac\u3002", "\u6771\u4eac"),  # an ideographic full stop
+        ("\uff2c\uff25\uff24\uff21", "Leda"),  # full-width letters
+        ("Leda\u200bCormier", "Leda Cormier"),  # a zero-width space
+        ("Leda\u00a0Cormier", "Leda Cormier"),  # a no-break space
+        ("STRASSE", "Stra\u00dfe"),  # case folding
+        ("Jean\u2010Luc", "Jean-Luc"),  # a Unicode hyphen, dropped as ASCII's is
+    ],
+)
+def test_text_that_reads_the_same_scores_the_same(pred, gold):
+    # Scored 0 before: SQuAD's normalisation knows ASCII punctuation and lowercase only.
+    assert exact_match(pred, [gold]) == 1.0 and token_f1(pred, [gold]) == 1.0
+    assert exact_match("Jos\u00e9 M\u00fcller", ["Jose Muller"]) == 0.0  # an accent is no punctuation
+
+
 def test_exact_match_alias_aware():
     assert exact_match("The  Cat!", ["dog", "cat"]) == 1.0
     assert exact_match("a cat", ["the cat"]) == 1.0
@@ -129,6 +170,7 @@ def test_empty_or_none_prediction_scores_zero(pred):
         ("Alice, Bob, and Carol", ["alice", "bob", "carol"]),
         ("Alice and Bob", ["alice", "bob"]),
         ("Alice; Bob", ["alice", "bob"]),
+        ("Alice\u3001Bob\uff0cCarol\uff1b Dan", ["alice", "bob", "carol", "dan"]),  # ideographic, full-width
         ("Alice\nBob\n", ["alice", "bob"]),
         ("The Alice & the Bob.", ["alice", "bob"]),
         ("Alice", ["alice"]),

@@ -527,7 +527,10 @@ def test_cli_validate_bad_long_probe(tmp_path):
 
 @pytest.mark.parametrize(
     ("answer_type", "answers"),
-    [("single", ["A"]), ("single", ["Bob", "the"]), ("set", ["Ann", "..."]), ("single", ["A+"])],
+    [
+        *[("single", ["A"]), ("single", ["Bob", "the"]), ("set", ["Ann", "..."]), ("single", ["A+"])],
+        *[("single", ["\u2014"]), ("single", ["\u3002"]), ("single", ["\u201cThe\u201d"])],  # Unicode's punctuation too
+    ],
 )
 def test_a_short_answer_that_normalises_to_nothing_is_a_problem(tmp_path, answer_type, answers):
     # exact match compares normalised text, and an empty prediction never matches: no answer scores
