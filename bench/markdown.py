@@ -1,10 +1,12 @@
 """Text in summary.md and adoption.md: as a cell of a Markdown table, where a strategy or probe label
 may hold a ``|`` (a plugin's name, a parameter's value) that would otherwise end the cell and shift
-every value after it one column along; and as prose, where HTML markup would be rendered."""
+every value after it one column along; as prose, where HTML markup would be rendered; and as code,
+where a backtick in a name (a probe folder's) would end the span and let what follows render."""
 
 from __future__ import annotations
 
 import html
+import re
 from typing import Any
 
 
@@ -17,3 +19,13 @@ def text(value: str) -> str:
     """Text of the user's (a run folder's name) in Markdown prose: its HTML markup shown as written,
     not rendered (a CI job summary renders HTML in Markdown)."""
     return html.escape(value, quote=False)
+
+
+def code(value: str) -> str:
+    """``value`` as a Markdown code span, shown exactly as written: fenced by one backtick more than
+    its longest run of them, and padded with a space where it starts or ends with one (CommonMark)."""
+    value = str(value)
+    longest = max((len(run) for run in re.findall(r"`+", value)), default=0)
+    fence = "`" * (longest + 1)
+    pad = " " if value[:1] == "`" or value[-1:] == "`" else ""
+    return f"{fence}{pad}{value}{pad}{fence}"

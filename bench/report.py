@@ -14,6 +14,7 @@ from flarebench.bench import version
 from flarebench.bench.adoption import ADOPTION_MD, adoption, markdown
 from flarebench.bench.calibrate import CALIBRATION_CSV, calibration_lines, calibration_note, calibration_table
 from flarebench.bench.markdown import cell
+from flarebench.bench.markdown import code as markdown_code
 from flarebench.bench.markdown import text as markdown_text
 from flarebench.bench.metrics import column_docs, probe_row, summarize, summary_columns
 from flarebench.bench.paths import WriteError, write_atomic
@@ -296,8 +297,8 @@ def write_summary(
     md = (
         f"# flarebench run {markdown_text(run_dir.name)}\n\n"
         + status_line
-        + f"Probe set `{config['probes']['name']}`, LM `{config['lm']['name']}`, "
-        f"retriever `{config['retriever']['name']}`.\n\n"
+        + f"Probe set {markdown_code(config['probes']['name'])}, LM {markdown_code(config['lm']['name'])}, "
+        f"retriever {markdown_code(config['retriever']['name'])}.\n\n"
         f"{format_table(summary)}\n\n"
         + calibrated
         + (f"## Notes\n\n{notes}\n" if notes else "")

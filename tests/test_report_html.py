@@ -5,6 +5,7 @@ visible, corpus and model text shown as text, never run)."""
 from __future__ import annotations
 
 import base64
+import html
 import io
 import json
 import re
@@ -97,6 +98,19 @@ def test_report_escapes_every_piece_of_corpus_and_model_text(hostile_run):
     assert data["docs"]["d1"][0] == f"Evil {IMG}" and PAYLOAD in data["docs"]["d1"][1]
     assert any(PAYLOAD in p["question"] for p in data["probes"])
     assert any(CLOSER in t["output"] for t in data["traces"])
+
+
+@pytest.mark.parametrize(
+    "name", ["plain", "P`<img src=x onerror=alert(1)>`[x](javascript:alert(1))", "`x``", "a ``` b"]
+)
+def test_a_name_in_summary_md_is_a_code_span_it_cannot_close(name):
+    # A probe folder's name closed the span: what followed rendered as HTML in a Markdown viewer.
+    from markdown_it import MarkdownIt
+
+    from flarebench.bench.markdown import code
+
+    rendered = MarkdownIt().render(f"Probe set {code(name)}, LM x.")
+    assert rendered == f"<p>Probe set <code>{html.escape(name, quote=False)}</code>, LM x.</p>\n"
 
 
 def test_report_holds_table_plots_definitions_and_configuration(hostile_run):
