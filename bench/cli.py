@@ -392,7 +392,8 @@ def _rescore(args: argparse.Namespace, memo: dict | None = None):
         probe_set = load_probe_set(probes_cfg["source"], probes_cfg.get("format", "auto"))
     except ProbeError as e:
         raise UserError(f"{run_json}: probes.source: {str(e).splitlines()[0]}") from None
-    if probe_set.hash != probes_cfg["hash"]:
+    changed = probe_set.hash != probes_cfg["hash"]
+    if changed:
         print(
             f"flarebench: warning: probe set {probe_set.path} changed since the run; "
             "scoring against its current answers",
@@ -436,6 +437,12 @@ def _rescore(args: argparse.Namespace, memo: dict | None = None):
         note = f"made by flarebench {made_by}, scored by {version()}: see CHANGES.md for what changed between them"
         print(f"flarebench: warning: {run_json}: {note}", file=sys.stderr)
         summary.attrs["notes"] = [f"This run was {note}.", *summary.attrs.get("notes", [])]
+    if changed:  # the saved files say so too: a reader of them sees no warning on stderr
+        note = (
+            f"Scored against the probe set as it is now ({probe_set.path}, sha256 {probe_set.hash[:12]}), "
+            f"which changed since the run (sha256 {probes_cfg['hash'][:12]}): its answers may differ from the run's."
+        )
+        summary.attrs["notes"] = [note, *summary.attrs.get("notes", [])]
     line = _scored_line(traces, len(probes), order)
     return run_dir, {**info, "scoring": scoring}, traces, probe_set, summary, line
 

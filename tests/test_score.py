@@ -388,6 +388,18 @@ def test_other_scoring_options_are_refused_while_a_run_writes_the_folder(scripte
         writer.wait()
 
 
+def test_a_probe_set_changed_since_the_run_is_said_in_the_files_scored_against_it(scripted_run):
+    # Only stderr said so: the saved summary and report showed new numbers under the run's hash.
+    info = json.loads((scripted_run / "run.json").read_text())
+    info["config"]["probes"]["hash"] = "0" * 64  # as if the set's answers were edited since the run
+    (scripted_run / "run.json").write_text(json.dumps(info))
+    code, out, err = run_cli("report", str(scripted_run))
+    assert code == 0 and "changed since the run; scoring against its current answers" in err
+    note = "changed since the run (sha256 000000000000): its answers may differ from the run's."
+    assert note in (scripted_run / "summary.md").read_text()
+    assert note.replace("'", "&#x27;") in (scripted_run / "report.html").read_text()
+
+
 def test_lines_no_run_of_the_folder_wrote_are_said_and_left_out(scripted_run):
     # traces.jsonl files merged or edited by hand: a repeated pair with another answer, a strategy
     # the run did not run, a probe not in its set. Scored as before, but no longer unsaid.
