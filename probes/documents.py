@@ -149,11 +149,13 @@ def _text(text: str, name: str) -> tuple[str, list[Section]]:
 
 
 def _decoded(read: Callable[[str, str], tuple[str, list[Section]]]):
-    """A reader of UTF-8 text (a byte-order mark allowed) from a reader of str."""
+    """A reader of UTF-8 text (a byte-order mark allowed) from a reader of str; Windows' and old
+    Macs' line ends are read as newlines, so no chunk keeps a carriage return."""
 
     def reader(path: Path, name: str) -> tuple[str, list[Section]]:
         try:
-            return read(path.read_bytes().decode("utf-8-sig"), name)
+            text = path.read_bytes().decode("utf-8-sig")
+            return read(text.replace("\r\n", "\n").replace("\r", "\n"), name)
         except UnicodeDecodeError as e:
             raise DocumentError(f"not UTF-8 ({e.reason} at byte {e.start})") from None
 

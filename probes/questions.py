@@ -202,11 +202,17 @@ def read_questions(path: Path) -> list[Question]:
     A question without an id gets ``q<LINE>``, its line in the file. Ids must be unique."""
     name = str(path)
     try:
-        text = path.read_bytes().decode("utf-8-sig")
+        data = path.read_bytes()
+        text = data.decode("utf-8-sig")
     except OSError as e:
         raise QuestionError([f"{name}:0: (file): cannot read ({e.strerror or e})"]) from None
     except UnicodeDecodeError as e:
-        raise QuestionError([f"{name}:0: (encoding): not UTF-8 ({e.reason} at byte {e.start})"]) from None
+        # The line and the byte within it, as validate says of probes.jsonl (after a BOM, on line 1).
+        bom = 3 if data.startswith(b"\xef\xbb\xbf") else 0
+        start = e.start + bom
+        line = data.count(b"\n", 0, start) + 1
+        column = start - (data.rfind(b"\n", 0, start) + 1) - (bom if line == 1 else 0)
+        raise QuestionError([f"{name}:{line}: (encoding): not UTF-8 ({e.reason} at byte {column})"]) from None
     problems: list[str] = []
     if path.suffix.lower() == ".csv":
         rows = _csv(text, name, problems)

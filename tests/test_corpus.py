@@ -229,6 +229,26 @@ def test_a_question_with_an_empty_list_of_answers_is_named_in_its_file(capsys, f
     assert sorted(p.name for p in tmp_path.iterdir()) == ["docs"]  # no temporary folder left
 
 
+def test_windows_line_ends_build_the_same_chunks(capsys, folder, tmp_path):
+    # A .txt or .md file saved with CRLF kept a carriage return in every chunk's text.
+    assert _build(capsys, folder, tmp_path / "lf")[0] == 0
+    for name in ("glossary.txt", "runbooks/rollback.md"):
+        path = folder / name
+        path.write_bytes(path.read_bytes().replace(b"\n", b"\r\n"))
+    assert _build(capsys, folder, tmp_path / "crlf")[0] == 0
+    assert _rows(tmp_path / "crlf" / "corpus.jsonl") == _rows(tmp_path / "lf" / "corpus.jsonl")
+
+
+@pytest.mark.parametrize("bom", [b"", b"\xef\xbb\xbf"])
+def test_a_questions_file_that_is_not_utf8_names_the_line_and_the_byte_in_it(capsys, folder, tmp_path, bom):
+    # It said line 0 and the byte's offset in the whole file.
+    lines = (folder / "questions.jsonl").read_bytes().splitlines(keepends=True)
+    bad = b'{"question": "Who is M\xfcller?", "answer": "x"}\n'
+    (folder / "questions.jsonl").write_bytes(bom + lines[0] + bad + b"".join(lines[1:]))
+    line = _one_problem(capsys, folder, tmp_path / "set")
+    assert line == f"{folder / 'questions.jsonl'}:2: (encoding): not UTF-8 (invalid start byte at byte 22)"
+
+
 def test_a_gold_source_that_matches_nothing(capsys, folder, tmp_path):
     _edit_question(folder, 1, gold="release-notes.htm")
     line = _one_problem(capsys, folder, tmp_path / "set")
