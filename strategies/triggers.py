@@ -59,11 +59,29 @@ def trigger(name: str) -> Callable[[type[Trigger]], type[Trigger]]:
 
     def deco(cls: type[Trigger]) -> type[Trigger]:
         plugins.check_name("trigger", name)
+        if why := _misdeclared(cls):  # said now, naming the class, not when a spec first builds it
+            raise plugins.PluginError(f"trigger {name!r} ({cls.__module__}.{cls.__qualname__}): {why}")
         plugins.add(_TRIGGERS, _ORIGINS, "trigger", name, cls)
         cls.name = name
         return cls
 
     return deco
+
+
+def _misdeclared(cls: Any) -> str | None:
+    """What contradicts the Trigger contract in ``cls``'s declaration, or None: not a Trigger, a
+    default threshold outside its valid range, a grid out of order or outside that range."""
+    if not (isinstance(cls, type) and issubclass(cls, Trigger)):
+        return "not a subclass of Trigger (flarebench.strategies.triggers.Trigger)"
+    if cls.valid_range is None:
+        return "a grid, but valid_range is None (no threshold)" if cls.grid else None
+    lo, hi = cls.valid_range
+    default = cls.default_threshold
+    if default is None or not math.isfinite(default) or not lo <= default <= hi:
+        return f"default_threshold {default} is not within valid_range {_range(lo, hi)}"
+    if list(cls.grid) != sorted(set(cls.grid)) or any(not lo <= t <= hi for t in cls.grid):
+        return f"grid {tuple(cls.grid)} must be increasing and within valid_range {_range(lo, hi)}"
+    return None
 
 
 def names() -> list[str]:

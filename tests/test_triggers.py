@@ -443,3 +443,29 @@ def test_a_draft_without_one_logprob_per_token_is_an_error_not_a_trigger_that_ne
 def test_an_lm_that_offers_no_logprobs_may_answer_a_request_for_them_without():
     lm = _Spoiled([FINAL], SPOILED["none"][0], supports_logprobs=False)
     assert lm.generate(Prompt("", "q"), 8, logprobs=True).logprobs is None
+
+
+def test_a_trigger_whose_declaration_contradicts_the_contract_is_refused_when_declared():
+    # Accepted before, these failed later naming neither the class nor what to mend in it.
+    from flarebench.strategies.plugins import PluginError
+    from flarebench.strategies.triggers import TokenTrigger, trigger
+
+    class NotATrigger:
+        pass
+
+    class BadDefault(TokenTrigger):
+        default_threshold, valid_range, grid = 5.0, (0.0, 1.0), (0.5,)
+
+    class BadGrid(TokenTrigger):
+        default_threshold, valid_range, grid = 0.5, (0.0, 1.0), (1.0, 0.5, 2.0)
+
+    where = f"{__name__}.test_a_trigger_whose_declaration_contradicts_the_contract_is_refused_when_declared.<locals>"
+    for cls, why in [
+        (NotATrigger, "not a subclass of Trigger (flarebench.strategies.triggers.Trigger)"),
+        (BadDefault, "default_threshold 5.0 is not within valid_range [0, 1]"),
+        (BadGrid, "grid (1.0, 0.5, 2.0) must be increasing and within valid_range [0, 1]"),
+    ]:
+        with pytest.raises(PluginError) as e:
+            trigger("_test_misdeclared")(cls)
+        assert str(e.value) == f"trigger '_test_misdeclared' ({where}.{cls.__name__}): {why}"
+    assert "_test_misdeclared" not in names()
