@@ -45,6 +45,7 @@ Nothing here loads a model; the session (:mod:`flarebench.bench.session`) and th
 from __future__ import annotations
 
 import datetime as dt
+import difflib
 import json
 import math
 import numbers
@@ -188,8 +189,10 @@ def _not_gateable(metric: str) -> str:
     """Why a tolerance may not name ``metric``, with the metrics it may name."""
     if metric in summary_columns() or metric in optional_columns():
         why = f"{metric!r} is not gateable (its scorer declares no better direction)"
-    else:
-        why = f"unknown metric {metric!r}"
+    else:  # a typo, or a plugin's metric: unknown until the plugin that declares it is loaded
+        close = difflib.get_close_matches(metric, metric_names(), n=1, cutoff=0.75)
+        hint = f"did you mean {close[0]!r}? " if close else ""
+        why = f"unknown metric {metric!r} ({hint}a plugin's metric needs --plugin MODULE|FILE.py)"
     return f"{why}; metrics: {', '.join(metric_names())}"
 
 

@@ -94,7 +94,10 @@ def get(name: str) -> type[Trigger]:
     try:
         return _TRIGGERS[name]
     except KeyError:
-        raise ValueError(f"unknown trigger {name!r}; known: {', '.join(_TRIGGERS)}") from None
+        raise ValueError(
+            f"unknown trigger {name!r}; known: {', '.join(_TRIGGERS)} "
+            "(a plugin's trigger needs --plugin MODULE|FILE.py, or its package installed)"
+        ) from None
 
 
 def fires_high(name: str | None) -> bool:

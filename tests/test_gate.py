@@ -145,7 +145,7 @@ def test_tolerance_overrides_from_the_command_line():
     assert out["lm_calls_per_q"] == {"max_rise": 1.0, "max_rise_rel": 0.2}
     assert default_tolerances()["em"] == {"max_drop": 0.05}  # the defaults are not touched
     for bad, message in [
-        ("emm=0.1", "--tolerance emm=0.1: unknown metric 'emm'"),
+        ("emm=0.1", "--tolerance emm=0.1: unknown metric 'emm' (did you mean 'em'"),
         ("em", "expected METRIC=KIND:VALUE"),
         ("recall=0.1", "recall has no bound; name the kind, e.g. recall=max_drop:0.1"),
         ("em=max_dorp:0.1", "--tolerance em=max_dorp:0.1: unknown kind 'max_dorp'"),
@@ -161,7 +161,10 @@ def test_tolerance_overrides_from_the_command_line():
 
 def test_tolerances_in_a_file_are_validated():
     assert validate_tolerances({"em": {"max_drop": 1}, "f1": None}) == {"em": {"max_drop": 1.0}, "f1": None}
-    with pytest.raises(GateError, match=r"tolerances\.speed: unknown metric"):
+    # A metric of a plugin not loaded is unknown too: the line says what loads it.
+    with pytest.raises(
+        GateError, match=r"tolerances\.speed: unknown metric 'speed' \(a plugin's metric needs --plugin"
+    ):
         validate_tolerances({"speed": {"max_drop": 1}})
     with pytest.raises(GateError, match=r"tolerances\.em: expected \{KIND: value\} or null"):
         validate_tolerances({"em": 0.05})

@@ -265,7 +265,9 @@ def test_the_ignore_list_is_read_once_and_its_hash_is_the_config(tmp_path):
 
 def test_trigger_parameters_are_validated_with_clear_messages(tmp_path):
     with pytest.raises(
-        SpecError, match=r"unknown trigger 'foo'; known: min_prob, mean_logprob, entropy, margin, self_check"
+        SpecError,
+        match=r"unknown trigger 'foo'; known: min_prob, mean_logprob, entropy, margin, self_check "
+        r"\(a plugin's trigger needs --plugin MODULE\|FILE\.py, or its package installed\)$",
     ):
         parse_spec("flare_direct:trigger=foo")
     with pytest.raises(SpecError, match=r"threshold of trigger entropy \(.*\) must be within \[0, inf\), got -1"):
