@@ -162,3 +162,14 @@ def test_every_built_in_strategy_and_trigger_is_in_the_pages_that_list_them():
         assert f"`{name}`" in readme.split("| `flare_direct` |", 1)[1].split("\n", 1)[0], f"README: {name}"
         if triggers.get(name).grid:  # calibration tunes its threshold over the grid
             assert f"| `flare_direct` (`{name}`) |" in calibration, f"docs/calibration.md's knob table lacks {name}"
+
+
+def test_every_install_builds_llama_cpp_portably_with_the_same_flags():
+    # A native build (-march=native) died with SIGILL on a VM whose CPU advertises AMX the hypervisor
+    # does not enable, and a wheel cached on one CI runner can run on another runner's CPU.
+    files = ["README.md", ".ci/run", "bench/templates/init/bench/ci/github-actions.yml"]
+    files.append("bench/templates/init/bench/ci/gitlab-ci.yml")
+    found = {f: re.findall(r'CMAKE_ARGS:?=? ?"([^"]+)"', (ROOT / f).read_text(encoding="utf-8")) for f in files}
+    flags = {flag for values in found.values() for flag in values}
+    assert all(found.values()) and len(flags) == 1, found
+    assert "-DGGML_NATIVE=OFF" in flags.pop().split()
