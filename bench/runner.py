@@ -151,7 +151,7 @@ class TraceLog:
 
     @property
     def repeated(self) -> list[int]:
-        """The numbers of the lines the last :meth:`read` left out as repeating a (strategy, probe)
+        """The numbers of the lines :meth:`read` has left out so far as repeating a (strategy, probe)
         of an earlier line (files merged by hand, or two writers before the lock)."""
         return list(self._known.repeats)
 

@@ -19,8 +19,9 @@ def _segmenter() -> pysbd.Segmenter:
 _LONG = 8_000
 _PIECE = 2_000
 #: A sentence's end that is no abbreviation's ("Dr. Smith"): three lowercase letters (or digits)
-#: before the stop, white space, then what starts a sentence.
-_END = re.compile(r"(?<=[a-z0-9]{3}[.!?])\s+(?=[A-Z0-9\"\u201c(\[])")
+#: before the stop, white space, then what starts a sentence; or an ideographic full stop, "!" or "?".
+_END = re.compile(r"(?<=[a-z0-9]{3}[.!?])\s+(?=[A-Z0-9\"\u201c(\[])|(?<=[\u3002\uff01\uff1f])")
+_SPACE = re.compile(r"\s+")
 
 
 def split_sentences(text: str) -> list[str]:
@@ -32,13 +33,17 @@ def split_sentences(text: str) -> list[str]:
 
 
 def _pieces(text: str) -> list[str]:
-    """``text`` cut after the first sentence end past every :data:`_PIECE` characters (the rest whole
-    where none follows); joined, the pieces give back ``text``."""
+    """``text`` cut after the first sentence end past every :data:`_PIECE` characters; where none
+    comes within four pieces' length (no sentence ends: a table, a list made one line), after the
+    next white space there, else right there. Joined, the pieces give back ``text``."""
     pieces, start = [], 0
-    while len(text) - start > _PIECE and (end := _END.search(text, start + _PIECE)):
-        pieces.append(text[start : end.end()])
-        start = end.end()
-    return [*pieces, text[start:]]
+    while len(text) - start > _PIECE:
+        far = start + 4 * _PIECE
+        end = _END.search(text, start + _PIECE, far) or _SPACE.search(text, far)
+        cut = end.end() if end else min(far, len(text))
+        pieces.append(text[start:cut])
+        start = cut
+    return [*pieces, text[start:]] if start < len(text) else pieces
 
 
 # pysbd takes milliseconds a text, and scoring splits each answer several times (the stated

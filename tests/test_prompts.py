@@ -84,6 +84,9 @@ def test_a_very_long_line_is_split_in_pieces_of_bounded_length_as_it_would_be_wh
     assert max(seen) < 2_500 and len(seen) > 50  # each piece split on its own
     assert split_sentences(text[:12_000]) == whole  # the cuts fall where pysbd cuts anyway
     assert split_sentences(text[:8_000]) == list(sentences._split(text[:8_000]))  # shorter: split whole
+    # Text without a sentence end a piece could be cut at (no spaces, no stops) is cut all the same.
+    seen.clear()
+    assert "".join(split_sentences("x" * 30_000)) == "x" * 30_000 and max(seen) <= 8_000
 
 
 def test_a_changed_split_does_not_change_the_next_split_of_the_same_text():
