@@ -1148,7 +1148,7 @@ def main(argv: list[str] | None = None) -> int:
         _say(str(e))
         return 2
     except ScorerError as e:  # a plugin's scorer failed on the traces: the run stops; fixed, it resumes
-        _say(f"{e}; fix the scorer: {getattr(e, 'stop_note', hint)}")
+        _say(f"{e}; {getattr(e, 'stop_note', f'fix the scorer: {hint}')}")
         return 2
     except Terminated as e:
         _say(f"{e}; {getattr(e, 'stop_note', hint)}")

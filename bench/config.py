@@ -28,8 +28,10 @@ def run_config(
     ``record_topk`` (``--record-topk K``) changes no answer but what the drafts record and what
     they cost: it is recorded only when given, so that the configuration of every run without it
     (its folder name, resumes, baselines) stays what it was. So are ``plugins`` (``--plugin`` ref
-    -> the sha256 of its code): a run is not resumed by edited plugin code, whose answers would mix
-    with the earlier code's. The gate's fingerprint leaves them out: a team's plugin is the system
+    -> the sha256 of its code, for each plugin that registers a strategy, an LM, a retriever or a
+    trigger): a run is not resumed by edited plugin code, whose answers would mix with the earlier
+    code's. A plugin of scorers only is left out: it changes no answer, and a scorer fixed after it
+    stopped a run lets that run resume. The gate's fingerprint leaves them out: a team's plugin is the system
     its gate watches, whose changes are what it measures."""
     prompts = sorted({p for s in strategies.values() for p in s.static_prompts()})
     config = {

@@ -33,6 +33,7 @@ from flarebench.bench.config import command_line, fingerprint, first_difference,
 from flarebench.bench.gate import GATE_JSON, GateError, Gating
 from flarebench.bench.html import REPORT_HTML
 from flarebench.bench.interrupt import interrupts_polled
+from flarebench.bench.paths import StorageFailed, WriteError
 from flarebench.bench.ray_executor import (
     DEFAULT_WORKERS,
     EXECUTORS,
@@ -54,6 +55,7 @@ from flarebench.bench.report import (
 )
 from flarebench.bench.runlock import LOCK, LockHeld, RunLock
 from flarebench.bench.runner import TRACES, TraceError, TraceLog, refusal, resume_hint, run_strategy, warm_up
+from flarebench.bench.scorers import ScorerError
 from flarebench.bench.settings import COMMAND_LINE, was_given
 from flarebench.bench.trigger_scores import TRIGGERS_CSV
 from flarebench.probes.load import SHIPPED_DIR, ProbeError, check_format, load_probe_set, shadowed
@@ -395,7 +397,7 @@ class BenchSession:
             self.strategies,
             record_topk=self.record_topk,
             plugins={
-                **{ref: plugins.digest(ref) for ref in self.plugin or ()},
+                **{ref: plugins.digest(ref) for ref in self.plugin or () if plugins.shapes_answers(ref)},
                 **plugins.installed_code(
                     [
                         *((plugins.STRATEGIES, spec.partition(":")[0]) for spec in self.specs),
@@ -806,8 +808,9 @@ class BenchSession:
         """Write the summary files and run.json with the run's ``status``: ``complete`` when every
         spec ran every selected probe, else ``partial`` (or the ``status`` given: ``interrupted``)."""
         status = status or ("complete" if self.finished else "partial")
-        write_summary(self.run_dir, self.summary(), self.config, self.study, status, gated=self.gating.active)
-        self._write_run_json(self.run_dir, status=status)
+        with _storage_stops_the_run():
+            write_summary(self.run_dir, self.summary(), self.config, self.study, status, gated=self.gating.active)
+            self._write_run_json(self.run_dir, status=status)
 
     @contextlib.contextmanager
     def closing(self) -> Iterator[BenchSession]:
@@ -819,7 +822,7 @@ class BenchSession:
         except BaseException as e:
             self.mark_interrupted(e)
             with contextlib.suppress(AttributeError):  # read by the CLI's line for the stop
-                e.stop_note = self.stop_note()
+                e.stop_note = self.stop_note(e)
             raise
         finally:
             self.close()
@@ -860,15 +863,22 @@ class BenchSession:
         gated spec checked): it is complete, and its files are written again whole."""
         return self.interrupted and self.finished and not self.gating.unchecked
 
-    def stop_note(self) -> str:
-        """What follows "interrupted; " when the run was stopped: how to resume it, or that it had
-        finished (stopped as it wrote its files, which were written again)."""
+    def stop_note(self, why: BaseException | None = None) -> str:
+        """What follows "interrupted; " when the run was stopped (by ``why``): how to resume it, or
+        that it had finished (stopped as it wrote its files, which were written again, unless a
+        scorer that fails kept them from being written)."""
         from flarebench.bench.faithfulness import RUN_STOPPED
 
-        if self.stopped_finished:
+        if self.stopped_finished and isinstance(why, ScorerError):
+            note = (
+                f"every probe had finished and is kept: once the scorer is fixed, flarebench score {self.run_dir} "
+                "writes the summary and the report"
+            )
+        elif self.stopped_finished:
             note = f"every probe had finished: {self.run_dir} holds the complete run, its summary and its report"
         else:
             note = f"{resume_hint(self.gating.active)} (run folder: {self.run_dir})"  # a default folder's name is new
+            note = f"fix the scorer: {note}" if isinstance(why, ScorerError) else note
         if any(row["faithfulness_method"] == RUN_STOPPED for row in self._faithfulness.values()):
             note += f"; its faithfulness is not judged yet: flarebench score {self.run_dir} judges it"
         return note
@@ -888,7 +898,8 @@ class BenchSession:
 
         info = json.loads((self.run_dir / RUN_JSON).read_text(encoding="utf-8"))
         traces, summary = self._scored()
-        self.report_path = write_report(self.run_dir, summary, info, traces, self.probe_set, self._rows)
+        with _storage_stops_the_run():
+            self.report_path = write_report(self.run_dir, summary, info, traces, self.probe_set, self._rows)
         return self.report_path
 
     def table(self) -> str:
@@ -1000,6 +1011,16 @@ def _written_by_a_run(name: str) -> bool:
     if name.startswith("breakdown_") and name.endswith(".csv"):
         return True
     return name in RUN_FILES or any(name.startswith(f".{own}.") for own in RUN_FILES)
+
+
+@contextlib.contextmanager
+def _storage_stops_the_run() -> Iterator[None]:
+    """A run's summary or report that cannot be written (a full disk) stops the run as a trace that
+    cannot be written does (StorageFailed: exit 3, resumable), not as a mistake in the command."""
+    try:
+        yield
+    except WriteError as e:
+        raise StorageFailed(str(e)) from None
 
 
 def _has_errors(traces: Path) -> bool:

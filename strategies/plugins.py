@@ -34,6 +34,9 @@ RETRIEVERS = "flarebench.retrievers"
 _loading: contextvars.ContextVar[str | None] = contextvars.ContextVar("flarebench_plugin", default=None)
 #: --plugin references already imported (a second load of the same one is a no-op).
 _loaded: set[str] = set()
+#: Those of them that registered a strategy, an LM, a retriever or a trigger: code that shapes the
+#: answers, so part of a run's configuration. A plugin of scorers only changes no answer.
+_answering: set[str] = set()
 
 
 class PluginError(ValueError):
@@ -58,6 +61,7 @@ def add(table: dict[str, Any], origins: dict[str, str], kind: str, name: str, ob
         where = "built in"
     elif source := _loading.get():
         where = f"by plugin {source}"
+        _answering.add(_key(source))
     else:
         where = f"by {obj.__module__}.{obj.__qualname__}"
     if name in table and table[name] is not obj:
@@ -79,7 +83,7 @@ def load(ref: str) -> None:
     failure, a name it cannot register included, is one PluginError line naming it. A file is
     imported once however its path is spelled (``p/mine.py`` in the config file, ``./p/mine.py`` on
     the command line)."""
-    key = str(Path(ref).resolve()) if ref.endswith(".py") else ref
+    key = _key(ref)
     if key in _loaded:
         return
     try:
@@ -93,6 +97,18 @@ def load(ref: str) -> None:
     except (Exception, SystemExit) as e:  # the plugin's own import failed: one line, naming it
         raise PluginError(f"--plugin {ref}: {_failure(e)}") from None
     _loaded.add(key)
+
+
+def _key(ref: str) -> str:
+    """One key per plugin however its path is spelled: a file by its resolved path, a module by name."""
+    return str(Path(ref).resolve()) if ref.endswith(".py") else ref
+
+
+def shapes_answers(ref: str) -> bool:
+    """Whether the loaded plugin ``ref`` registered a strategy, an LM, a retriever or a trigger (its
+    code is then part of a run's configuration); False for one of scorers only, which changes no
+    answer: edited to fix a scorer, its run still resumes."""
+    return _key(ref) in _answering
 
 
 def recorded(ref: str) -> str:

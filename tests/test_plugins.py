@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import dataclasses
 import json
+import os
 import re
 import subprocess
 import sys
@@ -156,6 +157,36 @@ def test_pytest_bench_stops_in_one_line_when_a_plugin_scorer_fails(tmp_path):
     # Stopped at the first strategy's summary: the second never ran.
     assert json.loads((tmp_path / "run" / "run.json").read_text())["status"] == "interrupted"
     assert len((tmp_path / "run" / "traces.jsonl").read_text().splitlines()) == 1
+
+
+@pytest.mark.slow
+def test_a_run_stopped_by_a_scorer_resumes_once_its_file_is_fixed(tmp_path):
+    # Fixing a scorer means editing its file: a plugin of scorers only is no part of the configuration.
+    plugin = tmp_path / "chars.py"
+    broken = (
+        "from flarebench.bench.scorers.registry import LOWER, Column, scorer\n\n\n"
+        '@scorer(Column("chars", "doc", better=LOWER), order=997)\n'
+        "def chars(g):\n"
+        '    return {"chars": g.rows["no_such_column"].mean()}\n'
+    )
+    plugin.write_text(broken)
+    run = [sys.executable, "-m", "flarebench", "run", "--plugin", str(plugin),
+           "--plugin", str(Path(__file__).parent / "fixtures" / "ray_lm.py"), "--lm", "probeaware:0",
+           "--strategy", "no_retrieval", "--strategy", "single_time", "--limit", "2",
+           "--report-dir", str(tmp_path / "run")]  # fmt: skip
+    root = str(Path(__file__).resolve().parent.parent)  # the fixture LM imports tests.scripted
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join(filter(None, [root, os.environ.get("PYTHONPATH")]))}
+    stopped = subprocess.run(run, capture_output=True, text=True, cwd=tmp_path, env=env)
+    assert stopped.returncode == 2 and "fix the scorer: finished probes are kept" in stopped.stderr, stopped.stderr
+    first = (tmp_path / "run" / "traces.jsonl").read_text()
+    assert len(first.splitlines()) == 2  # the first strategy's
+    plugin.write_text(broken.replace('g.rows["no_such_column"].mean()', "1.0"))
+    resumed = subprocess.run(run, capture_output=True, text=True, cwd=tmp_path, env=env)
+    assert resumed.returncode == 0, resumed.stderr[-2000:]
+    traces = (tmp_path / "run" / "traces.jsonl").read_text()
+    assert traces.startswith(first) and len(traces.splitlines()) == 4  # resumed, not run again
+    recorded = json.loads((tmp_path / "run" / "run.json").read_text())
+    assert str(plugin) not in recorded["config"]["plugins"] and str(plugin) in recorded["plugins"]  # loaded again
 
 
 # Plugin files that load no strategy, each as a user might write it.

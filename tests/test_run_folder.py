@@ -162,14 +162,25 @@ def test_a_folder_named_like_a_shipped_set_is_said_to_be_hidden(tmp_path, script
     assert code == 2 and "shipped set" not in err  # the folder, which holds no probe set
 
 
-def test_a_run_is_not_resumed_by_edited_plugin_code(tmp_path, scripted_lm):
+_TOY_PLUGIN = """# a team's plugin: its strategies, LMs and retrievers
+from dataclasses import dataclass
+from flarebench.strategies import Strategy, register
+
+@register("_edited_toy")
+@dataclass
+class Toy(Strategy):
+    def run(self, q, lm, r): ...
+"""
+
+
+def test_a_run_is_not_resumed_by_edited_plugin_code(tmp_path, scripted_lm, isolated_registry):
     plugin = tmp_path / "mine.py"
-    plugin.write_text("# a team's plugin: its strategies, LMs and retrievers\n")
+    plugin.write_text(_TOY_PLUGIN)
     code, out, err = _run(tmp_path / "run", "--plugin", str(plugin))
     assert code == 0, err
     recorded = json.loads((tmp_path / "run" / "run.json").read_text())["config"]["plugins"]
     assert list(recorded) == [str(plugin)] and len(recorded[str(plugin)]) == 64
-    plugin.write_text("# the same plugin, edited\n")
+    plugin.write_text(_TOY_PLUGIN + "# the same plugin, edited\n")
     line = _one_line(*_run(tmp_path / "run", "--plugin", str(plugin), limit="3")[::2])
     assert f"holds a run of a different configuration: plugins.{plugin} (was '" in line
 

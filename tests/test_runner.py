@@ -256,6 +256,30 @@ def test_a_full_disk_stops_the_run_in_one_line_and_the_same_command_resumes(tmp_
     assert code == 0 and len(TraceLog(tmp_path / "r" / "traces.jsonl").read()) == 4, err
 
 
+def test_a_summary_that_cannot_be_written_mid_run_stops_it_as_a_full_disk_does(tmp_path, scripted_lm, monkeypatch):
+    # It was a usage error (exit 2) with no word on resuming.
+    import flarebench.bench.report as report
+    from flarebench.bench.paths import WriteError
+
+    real = report.write_atomic
+
+    def full(path, text):
+        if path.name == "summary.md":
+            raise WriteError(f"{path}: cannot be written (No space left on device)")
+        return real(path, text)
+
+    monkeypatch.setattr(report, "write_atomic", full)
+    run = ("run", "--strategy", "no_retrieval", "--strategy", "single_time", "--limit", "2")
+    code, out, err = run_cli(*run, "--report-dir", str(tmp_path / "r"))
+    assert code == 3, err
+    assert err.splitlines()[-1].startswith(
+        f"flarebench: {tmp_path / 'r' / 'summary.md'}: cannot be written (No space left on device); "
+        "finished probes are kept; run the same command to resume"
+    )
+    monkeypatch.setattr(report, "write_atomic", real)
+    assert run_cli(*run, "--report-dir", str(tmp_path / "r"))[0] == 0
+
+
 def test_a_run_folder_that_cannot_be_created_is_one_line(tmp_path, scripted_lm, monkeypatch):
     # --report-dir passed its check before the run, but the place still refuses (/proc as root).
     target = tmp_path / "runs" / "x"

@@ -165,10 +165,17 @@ def test_a_run_whose_plugin_scorer_fails_stops_in_one_line_and_resumes_once_it_i
     assert err.splitlines()[-1].endswith(
         f"; fix the scorer: finished probes are kept; run the same command to resume (run folder: {tmp_path / 'r'})"
     )
+    # Stopped at the last strategy's summary, every probe had finished: score writes the summary.
+    code, out, err = run_cli("run", "--strategy", "no_retrieval", "--limit", "2", "--report-dir", str(tmp_path / "one"))
+    assert code == 2 and err.splitlines()[-1].endswith(
+        f"; every probe had finished and is kept: once the scorer is fixed, flarebench score {tmp_path / 'one'} "
+        "writes the summary and the report"
+    )
     registry._SCORERS["broken"] = dataclasses.replace(broken, summarize=lambda g: {"broken": 1.0})
     code, out, err = run_cli(*run, "--report-dir", str(tmp_path / "r"))
     assert code == 0, err
     assert list(pd.read_csv(tmp_path / "r" / "summary.csv")["broken"]) == [1.0, 1.0]
+    assert run_cli("score", str(tmp_path / "one"))[0] == 0 and (tmp_path / "one" / "summary.md").exists()
 
 
 def test_notes_are_settings_first_then_findings_each_in_scorer_order():
