@@ -71,13 +71,15 @@ def normalize_answer(s: str | None) -> str:
 
 #: Unicode's word breaks that are no white space: a zero-width space reads as a space.
 _ZERO_WIDTH_SPACE = "\u200b"
+#: The minus sign, a math symbol that reads as the hyphen SQuAD drops: "\u22125" is "-5".
+_MINUS = "\u2212"
 
 
 def _as_read(s: str) -> str:
     """``s`` with what does not change how it reads taken out, so that text that looks the same
     compares the same: composed and decomposed accents, full-width letters, ligatures and a
     no-break space made one form (NFKC), case folded (``"Straße"`` is ``"STRASSE"``), Unicode's
-    punctuation (curly quotes, guillemets, ``"。"``, dashes) and invisible format characters
+    punctuation (curly quotes, guillemets, ``"。"``, dashes, the minus sign) and invisible format characters
     dropped, as SQuAD drops ASCII punctuation. The middle dot :func:`normalize_value` joins version
     numbers with is kept."""
     out = []
@@ -85,7 +87,7 @@ def _as_read(s: str) -> str:
         kind = unicodedata.category(ch)
         if ch == _ZERO_WIDTH_SPACE:
             out.append(" ")
-        elif ch == _JOINER or not (kind.startswith("P") or kind == "Cf"):
+        elif ch == _JOINER or not (kind.startswith("P") or kind == "Cf" or ch == _MINUS):
             out.append(ch)
     return "".join(out)
 
@@ -137,8 +139,11 @@ def token_f1(pred: str | None, answers: Iterable[str] | str) -> float:
 
 # Separators between items of a list answer. A comma / semicolon / newline may be followed by
 # "and" or "&" (the Oxford comma: "A, B, and C"); a bare "and" or "&" also separates ("A and B").
-# The ideographic comma and the full-width comma and semicolon separate as theirs do ("東京、大阪").
-_ITEM_SEP = re.compile(r"(\s*[,;\n\u3001\uff0c\uff1b]\s*(?:(?:and|&)\s+)?|\s+and\s+|\s*&\s*)", re.IGNORECASE)
+# The ideographic comma (full and half width), the full-width comma and semicolon and the Arabic
+# comma and semicolon separate as theirs do ("東京、大阪").
+_ITEM_SEP = re.compile(
+    r"(\s*[,;\n\u3001\uff64\uff0c\uff1b\u060c\u061b]\s*(?:(?:and|&)\s+)?|\s+and\s+|\s*&\s*)", re.IGNORECASE
+)
 
 
 def split_items(pred: str | None, keep: Iterable[str] = (), normalized: bool = True) -> list[str]:

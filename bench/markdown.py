@@ -22,9 +22,10 @@ def text(value: str) -> str:
 
 
 def code(value: str) -> str:
-    """``value`` as a Markdown code span, shown exactly as written: fenced by one backtick more than
-    its longest run of them, and padded with a space where it starts or ends with one (CommonMark)."""
-    value = str(value)
+    """``value`` as a Markdown code span, shown as written: fenced by one backtick more than its
+    longest run of them, padded with a space where it starts or ends with one (CommonMark), its line
+    breaks made spaces (as a span shows them; a line of its own could start an HTML block)."""
+    value = str(value).replace("\r\n", " ").replace("\r", " ").replace("\n", " ")
     longest = max((len(run) for run in re.findall(r"`+", value)), default=0)
     fence = "`" * (longest + 1)
     pad = " " if value[:1] == "`" or value[-1:] == "`" else ""

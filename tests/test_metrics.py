@@ -118,6 +118,7 @@ def test_ascii_text_is_normalised_exactly_as_squads_script_does():
         ("Leda\u00a0Cormier", "Leda Cormier"),  # a no-break space
         ("STRASSE", "Stra\u00dfe"),  # case folding
         ("Jean\u2010Luc", "Jean-Luc"),  # a Unicode hyphen, dropped as ASCII's is
+        ("\u22125", "-5"),  # the minus sign
     ],
 )
 def test_text_that_reads_the_same_scores_the_same(pred, gold):
@@ -171,6 +172,7 @@ def test_empty_or_none_prediction_scores_zero(pred):
         ("Alice and Bob", ["alice", "bob"]),
         ("Alice; Bob", ["alice", "bob"]),
         ("Alice\u3001Bob\uff0cCarol\uff1b Dan", ["alice", "bob", "carol", "dan"]),  # ideographic, full-width
+        ("Alice\uff64Bob\u060c Carol\u061b Dan", ["alice", "bob", "carol", "dan"]),  # half-width, Arabic
         ("Alice\nBob\n", ["alice", "bob"]),
         ("The Alice & the Bob.", ["alice", "bob"]),
         ("Alice", ["alice"]),

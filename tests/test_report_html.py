@@ -101,7 +101,11 @@ def test_report_escapes_every_piece_of_corpus_and_model_text(hostile_run):
 
 
 @pytest.mark.parametrize(
-    "name", ["plain", "P`<img src=x onerror=alert(1)>`[x](javascript:alert(1))", "`x``", "a ``` b"]
+    "name",
+    [
+        *["plain", "P`<img src=x onerror=alert(1)>`[x](javascript:alert(1))", "`x``", "a ``` b"],
+        *["S\n<script>alert(1)", "S\n# heading"],  # a line of its own could start a block
+    ],
 )
 def test_a_name_in_summary_md_is_a_code_span_it_cannot_close(name):
     # A probe folder's name closed the span: what followed rendered as HTML in a Markdown viewer.
@@ -110,7 +114,8 @@ def test_a_name_in_summary_md_is_a_code_span_it_cannot_close(name):
     from flarebench.bench.markdown import code
 
     rendered = MarkdownIt().render(f"Probe set {code(name)}, LM x.")
-    assert rendered == f"<p>Probe set <code>{html.escape(name, quote=False)}</code>, LM x.</p>\n"
+    shown = html.escape(name.replace("\n", " "), quote=False)
+    assert rendered == f"<p>Probe set <code>{shown}</code>, LM x.</p>\n"
 
 
 def test_report_holds_table_plots_definitions_and_configuration(hostile_run):
