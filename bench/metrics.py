@@ -131,8 +131,8 @@ def summarize(
     # An optional column no strategy has a value for is one this run cannot compute: left out.
     frame = frame.drop(columns=[c for c in optional_columns() if frame[c].isna().all()])
     frame.attrs["pending"] = [s for s in dict.fromkeys(order or ()) if s in scoring.pending]  # in run order
-    frame.attrs["notes"] = [note for s in ordered if s.settings and (note := s.settings(scoring))] + [
-        line for s in ordered if s.findings for line in s.findings(frame, scoring)
+    frame.attrs["notes"] = [note for s in ordered if (note := s.setting(scoring))] + [
+        line for s in ordered for line in s.found(frame, scoring)
     ]
     best = oracle_row(scoring) if oracle else None
     if best is not None:

@@ -131,7 +131,9 @@ class RunLock:
             if owner is None:
                 note = f"took over {self.path}: unreadable, so its owner is taken to be gone"
             elif owner["pid"] != os.getpid():
-                note = f"took over {self.path}: its owner (pid {owner['pid']}) is no longer running"
+                reused = _alive(owner["pid"])  # gone, though its pid now names another process
+                then = " (that pid is another process's now)" if reused else ""
+                note = f"took over {self.path}: its owner (pid {owner['pid']}) is no longer running{then}"
             # Two processes taking over the same stale lock at the same instant could both win;
             # that needs two starts within microseconds on a folder whose writer died.
             try:

@@ -57,10 +57,16 @@ def _nonempty_str(value) -> str | None:
     return None
 
 
+#: Characters that show nothing though Unicode files them as marks or letters (its
+#: Default_Ignorable_Code_Point ones outside category Cf: Hangul fillers, the combining grapheme
+#: joiner, variation selectors), and the braille blank.
+_BLANK = frozenset("\u034f\u115f\u1160\u17b4\u17b5\u2800\u3164\uffa0") | {chr(c) for c in range(0xFE00, 0xFE10)}
+
+
 def _visible(text: str) -> str:
-    """``text`` without white space and invisible format characters (a zero-width space, a BOM): a
-    question of those alone is as empty as one of spaces."""
-    return "".join(ch for ch in text if unicodedata.category(ch) != "Cf").strip()
+    """``text`` without white space and invisible characters (a zero-width space, a BOM, a Hangul
+    filler): a question of those alone is as empty as one of spaces."""
+    return "".join(ch for ch in text if unicodedata.category(ch) != "Cf" and ch not in _BLANK).strip()
 
 
 def _lone_surrogates(value, field: str = "") -> Iterator[str]:

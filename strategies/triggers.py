@@ -60,7 +60,8 @@ def trigger(name: str) -> Callable[[type[Trigger]], type[Trigger]]:
     def deco(cls: type[Trigger]) -> type[Trigger]:
         plugins.check_name("trigger", name)
         if why := _misdeclared(cls):  # said now, naming the class, not when a spec first builds it
-            raise plugins.PluginError(f"trigger {name!r} ({cls.__module__}.{cls.__qualname__}): {why}")
+            what = cls if isinstance(cls, type) else type(cls)  # an instance given by mistake: its class
+            raise plugins.PluginError(f"trigger {name!r} ({what.__module__}.{what.__qualname__}): {why}")
         plugins.add(_TRIGGERS, _ORIGINS, "trigger", name, cls)
         cls.name = name
         return cls
@@ -77,11 +78,16 @@ def _misdeclared(cls: Any) -> str | None:
         return "a grid, but valid_range is None (no threshold)" if cls.grid else None
     lo, hi = cls.valid_range
     default = cls.default_threshold
-    if default is None or not math.isfinite(default) or not lo <= default <= hi:
-        return f"default_threshold {default} is not within valid_range {_range(lo, hi)}"
-    if list(cls.grid) != sorted(set(cls.grid)) or any(not lo <= t <= hi for t in cls.grid):
-        return f"grid {tuple(cls.grid)} must be increasing and within valid_range {_range(lo, hi)}"
+    if not _real(default) or not math.isfinite(default) or not lo <= default <= hi:
+        return f"default_threshold {default!r} is not a number within valid_range {_range(lo, hi)}"
+    grid = tuple(cls.grid)
+    if not all(_real(t) for t in grid) or list(grid) != sorted(set(grid)) or any(not lo <= t <= hi for t in grid):
+        return f"grid {grid} must be increasing numbers within valid_range {_range(lo, hi)}"
     return None
+
+
+def _real(value: Any) -> bool:
+    return isinstance(value, int | float) and not isinstance(value, bool)
 
 
 def names() -> list[str]:

@@ -160,6 +160,7 @@ def test_missing_question_names_the_field(tmp_path):
         ("answers", ["painter", 3], "answers[1]: expected a string, got int"),
         ("question", "", "question: must not be empty"),
         ("question", " \u200b\ufeff ", "question: must not be empty"),  # invisible characters only
+        ("question", "\u3164\u034f\ufe0f\u2800", "question: must not be empty"),  # fillers, joiners, blank
         ("question", "Who painted it?\ud83d", "question: holds a lone surrogate (half of a character cut in two)"),
         ("answers", ["Ann", "x\udc00"], "answers[1]: holds a lone surrogate (half of a character cut in two)"),
         ("id", 7, "id: expected a string, got int"),

@@ -443,7 +443,10 @@ def test_run_lock_refuses_a_live_owner_and_takes_over_a_dead_one(tmp_path):
                 RunLock(tmp_path).acquire()
             (tmp_path / LOCK).write_text(json.dumps({**record, "started": "1"}))
             reused = RunLock(tmp_path)
-            assert reused.acquire() == f"took over {tmp_path / LOCK}: its owner (pid {live.pid}) is no longer running"
+            assert reused.acquire() == (
+                f"took over {tmp_path / LOCK}: its owner (pid {live.pid}) is no longer running "
+                "(that pid is another process's now)"
+            )
             reused.release()
         finally:
             live.kill()

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import dataclasses
 import json
+import math
 import subprocess
 import sys
 from pathlib import Path
@@ -134,9 +135,27 @@ def test_a_scorer_that_fails_on_the_traces_is_one_line_naming_it_its_file_and_li
     with pytest.raises(ScorerError, match=r"\): returned float, not a dict of column: value$"):
         floaty(group)
     with pytest.raises(
-        ScorerError, match=r"column wordy may be gated \(lower is better\), so its value must be a number, got 'high'$"
+        ScorerError, match=r"column wordy may be gated \(lower is better\), so its value must be a finite number"
     ):
         wordy(group)
+    with pytest.raises(ScorerError, match=r"\(NaN when missing\), got inf$"):
+        dataclasses.replace(wordy, summarize=lambda g: {"wordy": float("inf")})(group)
+    assert math.isnan(dataclasses.replace(wordy, summarize=lambda g: {"wordy": float("nan")})(group)["wordy"])
+
+    # Its notes too: a number for the settings line, a string for the findings' list, or a raise.
+    def boom(summary, scoring):
+        raise RuntimeError("boom")
+
+    @scorer(Column("noted", "doc"), order=996, settings=lambda scoring: 42, findings=lambda summary, scoring: "abc")
+    def noted(g):
+        return {"noted": 1.0}
+
+    with pytest.raises(ScorerError, match=r"^scorer noted \(\S+\): settings returned int, not a string$"):
+        noted.setting(group.scoring)
+    with pytest.raises(ScorerError, match=r"\): findings returned str, not a list of strings$"):
+        noted.found(rows, group.scoring)
+    with pytest.raises(ScorerError, match=r"\): findings raised RuntimeError: boom \(test_scorers.py:\d+\)$"):
+        dataclasses.replace(noted, findings=boom).found(rows, group.scoring)
 
 
 def test_a_per_probe_value_may_not_replace_another_scorers(isolated_scorers):

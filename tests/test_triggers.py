@@ -461,13 +461,15 @@ def test_a_trigger_whose_declaration_contradicts_the_contract_is_refused_when_de
     class BadGrid(TokenTrigger):
         default_threshold, valid_range, grid = 0.5, (0.0, 1.0), (1.0, 0.5, 2.0)
 
-    where = f"{__name__}.test_a_trigger_whose_declaration_contradicts_the_contract_is_refused_when_declared.<locals>"
     for cls, why in [
         (NotATrigger, "not a subclass of Trigger (flarebench.strategies.triggers.Trigger)"),
-        (BadDefault, "default_threshold 5.0 is not within valid_range [0, 1]"),
-        (BadGrid, "grid (1.0, 0.5, 2.0) must be increasing and within valid_range [0, 1]"),
+        (BadDefault, "default_threshold 5.0 is not a number within valid_range [0, 1]"),
+        (BadGrid, "grid (1.0, 0.5, 2.0) must be increasing numbers within valid_range [0, 1]"),
+        (type("TextDefault", (BadDefault,), {"default_threshold": "0.5"}), "default_threshold '0.5' is not a"),
     ]:
         with pytest.raises(PluginError) as e:
             trigger("_test_misdeclared")(cls)
-        assert str(e.value) == f"trigger '_test_misdeclared' ({where}.{cls.__name__}): {why}"
+        assert str(e.value).startswith(f"trigger '_test_misdeclared' ({cls.__module__}.{cls.__qualname__}): {why}")
+    with pytest.raises(PluginError, match=r"NotATrigger\): not a subclass of Trigger"):  # an instance, not a class
+        trigger("_test_misdeclared")(NotATrigger())
     assert "_test_misdeclared" not in names()

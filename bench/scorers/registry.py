@@ -22,6 +22,7 @@ nor :mod:`flarebench.bench.report`: those load the registry when they are import
 from __future__ import annotations
 
 import importlib
+import math
 import numbers
 import pkgutil
 import traceback
@@ -224,8 +225,8 @@ def probes_without(group: Group, column: str) -> str:
 
 
 def _is_number(value: Any) -> bool:
-    """A real number (NaN, a missing value, included), not a bool or text."""
-    return isinstance(value, numbers.Real) and not isinstance(value, bool)
+    """A finite real number, or NaN (a missing value); not infinity, a bool or text."""
+    return isinstance(value, numbers.Real) and not isinstance(value, bool) and not math.isinf(value)
 
 
 def ratio(num: float, den: float) -> float:
@@ -285,9 +286,23 @@ class Scorer:
             if declared[name].better is not None and value is not None and not _is_number(value):
                 raise ScorerError(
                     f"{self.where}: column {name} may be gated ({declared[name].better} is better), "
-                    f"so its value must be a number, got {value!r}"
+                    f"so its value must be a finite number (NaN when missing), got {value!r}"
                 )
         return dict(values)
+
+    def setting(self, scoring: Scoring) -> str:
+        """The ``settings`` note ("" for none), checked to be text."""
+        note = self._called("settings", self.settings, scoring) if self.settings else ""
+        if not isinstance(note, str):
+            raise ScorerError(f"{self.where}: settings returned {type(note).__name__}, not a string")
+        return note
+
+    def found(self, summary: pd.DataFrame, scoring: Scoring) -> list[str]:
+        """The ``findings`` lines, checked to be a list of strings (a string alone is no list of lines)."""
+        lines = self._called("findings", self.findings, summary, scoring) if self.findings else []
+        if not isinstance(lines, list | tuple) or not all(isinstance(line, str) for line in lines):
+            raise ScorerError(f"{self.where}: findings returned {type(lines).__name__}, not a list of strings")
+        return list(lines)
 
     def row_values(self, trace: Trace, probe: Any, row: Mapping[str, Any]) -> Mapping[str, Any]:
         """The values ``per_probe`` adds to a probe's row, checked as :meth:`__call__` checks the summary's."""
