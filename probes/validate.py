@@ -86,9 +86,9 @@ def _lone_surrogates(value, field: str = "") -> Iterator[str]:
 
 
 def printable(line: str) -> str:
-    """``line`` with control characters written as escapes (``\\x1b``): an id holding one, quoted
-    in a problem line, must not clear or recolour the user's terminal."""
-    return "".join(ch if ch == "\t" or unicodedata.category(ch) != "Cc" else ascii(ch)[1:-1] for ch in line)
+    """``line`` with control and format characters written as escapes (``\\x1b``, ``\\u202e``): an id
+    holding one, quoted in a problem line, must not clear the user's terminal or reorder its text."""
+    return "".join(ch if ch == "\t" or unicodedata.category(ch) not in ("Cc", "Cf") else ascii(ch)[1:-1] for ch in line)
 
 
 def read_jsonl(path: str, data: bytes, problems: list[str]) -> list[tuple[int, dict]]:

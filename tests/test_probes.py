@@ -175,8 +175,9 @@ def test_wrong_types(tmp_path, field, value, expected):
 
 def test_control_characters_in_a_problem_line_are_escaped(tmp_path):
     # An id holding ESC [2J, quoted raw, cleared the user's terminal.
-    folder = write_set(tmp_path / "s", probes=[{**PROBES[0], "gold_doc_ids": ["d1\x1b[2J"]}])
-    assert only_problem(folder).startswith(f"{folder / 'probes.jsonl'}:1: gold_doc_ids[0]: 'd1\\x1b[2J' is not a")
+    folder = write_set(tmp_path / "s", probes=[{**PROBES[0], "gold_doc_ids": ["d1\x1b[2J\u202e"]}])
+    problem = only_problem(folder)
+    assert problem.startswith(f"{folder / 'probes.jsonl'}:1: gold_doc_ids[0]: 'd1\\x1b[2J\\u202e' is not a")
 
 
 def test_a_run_of_a_set_with_a_lone_surrogate_is_refused_before_it_starts(tmp_path, scripted_lm):
