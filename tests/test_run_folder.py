@@ -766,6 +766,7 @@ def test_retry_errors_runs_the_failed_probes_again_in_the_newest_folder_finished
     assert code == 0 and "--retry-errors" not in err
 
 
+@pytest.mark.slow
 def test_retry_errors_from_the_config_file_is_left_off_for_a_gated_run_and_a_clean_finished_run_is_not_resumed(
     tmp_path, scripted_lm, monkeypatch
 ):
