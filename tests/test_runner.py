@@ -256,6 +256,7 @@ def test_a_full_disk_stops_the_run_in_one_line_and_the_same_command_resumes(tmp_
     assert code == 0 and len(TraceLog(tmp_path / "r" / "traces.jsonl").read()) == 4, err
 
 
+@pytest.mark.slow
 def test_a_summary_that_cannot_be_written_mid_run_stops_it_as_a_full_disk_does(tmp_path, scripted_lm, monkeypatch):
     # It was a usage error (exit 2) with no word on resuming.
     import flarebench.bench.report as report
