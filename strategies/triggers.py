@@ -78,16 +78,17 @@ def _misdeclared(cls: Any) -> str | None:
         return "a grid, but valid_range is None (no threshold)" if cls.grid else None
     lo, hi = cls.valid_range
     default = cls.default_threshold
-    if not _real(default) or not math.isfinite(default) or not lo <= default <= hi:
+    if not _within(default, lo, hi):
         return f"default_threshold {default!r} is not a number within valid_range {_range(lo, hi)}"
     grid = tuple(cls.grid)
-    if not all(_real(t) for t in grid) or list(grid) != sorted(set(grid)) or any(not lo <= t <= hi for t in grid):
+    if not all(_within(t, lo, hi) for t in grid) or list(grid) != sorted(set(grid)):
         return f"grid {grid} must be increasing numbers within valid_range {_range(lo, hi)}"
     return None
 
 
-def _real(value: Any) -> bool:
-    return isinstance(value, int | float) and not isinstance(value, bool)
+def _within(value: Any, lo: float, hi: float) -> bool:
+    """Whether ``value`` is a finite number from ``lo`` to ``hi`` (inf is outside [0, inf))."""
+    return isinstance(value, int | float) and not isinstance(value, bool) and math.isfinite(value) and lo <= value <= hi
 
 
 def names() -> list[str]:
@@ -193,7 +194,7 @@ class Trigger:
         else:
             threshold = self.default_threshold if threshold is None else threshold
             lo, hi = self.valid_range
-            if not math.isfinite(threshold) or not lo <= threshold <= hi:  # inf is outside [0, inf)
+            if not _within(threshold, lo, hi):
                 raise ValueError(
                     f"threshold of trigger {self.name} ({self.score_doc}) must be within {_range(lo, hi)}, "
                     f"got {threshold}"

@@ -5,6 +5,7 @@ it takes to add a metric."""
 from __future__ import annotations
 
 import dataclasses
+import functools
 import json
 import math
 import subprocess
@@ -134,6 +135,10 @@ def test_a_scorer_that_fails_on_the_traces_is_one_line_naming_it_its_file_and_li
     )
     with pytest.raises(ScorerError, match=r"\): returned float, not a dict of column: value$"):
         floaty(group)
+    # A callable without code of its own (a partial) is named by its module, not an AttributeError.
+    partial = functools.partial(lambda g, column: {"raising": g.rows[column].mean()}, column="no_such_column")
+    with pytest.raises(ScorerError, match=r"^scorer raising \(functools\): summarize raised KeyError"):
+        dataclasses.replace(raising, summarize=partial)(group)
     with pytest.raises(
         ScorerError, match=r"column wordy may be gated \(lower is better\), so its value must be a finite number"
     ):

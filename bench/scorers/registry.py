@@ -22,6 +22,7 @@ nor :mod:`flarebench.bench.report`: those load the registry when they are import
 from __future__ import annotations
 
 import importlib
+import inspect
 import math
 import numbers
 import pkgutil
@@ -224,6 +225,13 @@ def probes_without(group: Group, column: str) -> str:
     return "" if lacking == answered else f" on {lacking} of the {answered} probes it answered"
 
 
+def _file_of(fn: Callable[..., Any]) -> str:
+    """The file that defines ``fn``: a function's (through its decorators), else its module's name (a
+    callable object, a partial), so that an error naming it never fails itself."""
+    code = getattr(inspect.unwrap(fn), "__code__", None)
+    return code.co_filename if code is not None else str(getattr(fn, "__module__", None) or type(fn).__module__)
+
+
 def _is_number(value: Any) -> bool:
     """A finite real number, or NaN (a missing value); not infinity, a bool or text."""
     return isinstance(value, numbers.Real) and not isinstance(value, bool) and not math.isinf(value)
@@ -257,7 +265,7 @@ class Scorer:
     @property
     def where(self) -> str:
         """The scorer as its errors name it: by name and the file that declares it (a plugin's)."""
-        return f"scorer {self.name} ({self.summarize.__code__.co_filename})"
+        return f"scorer {self.name} ({_file_of(self.summarize)})"
 
     def _called(self, what: str, fn: Callable[..., Any], *args: Any) -> Any:
         """``fn(*args)``; what it raises is a ScorerError naming this scorer, its file and line: a
@@ -269,7 +277,7 @@ class Scorer:
         except Exception as e:
             frames = traceback.extract_tb(e.__traceback__)
             # The line of the scorer's own code that raised, rather than pandas' deep inside it.
-            own = [f for f in frames if f.filename == fn.__code__.co_filename] or frames
+            own = [f for f in frames if f.filename == _file_of(fn)] or frames
             at = f"{Path(own[-1].filename).name}:{own[-1].lineno}"
             raise ScorerError(f"{self.where}: {what} raised {type(e).__name__}: {e} ({at})") from None
 
